@@ -1,0 +1,97 @@
+"""kdsl: Python GPU kernels traced to MLIR, lowered to PTX and cubin, launched on NVIDIA GPUs.
+
+The package reads in the order a kernel flows through it:
+`language` (types, intrinsics, decorators) -> `frontend` (AST tracing, locations, static
+checks) -> `compiler` (stages, targets, toolchain, cache) -> `runtime` (load, launch);
+`diagnostics` is shared by all of them.
+"""
+
+from dsl.compiler.api import compile
+from dsl.compiler.artifacts import CompiledFunction, ModuleReport, Resources, SourceMap
+from dsl.compiler.targets import TARGETS
+from dsl.diagnostics import CompileError, Diagnostic, DiagnosticWarning, Severity, SourceRange
+from dsl.frontend.static_checks import static_checks
+from dsl.language.decorators import jit, kernel
+from dsl.language.intrinsics import (
+    SharedAllocator,
+    abs,
+    atomic_add,
+    atomic_cas,
+    atomic_max,
+    atomic_min,
+    barrier,
+    block_dim,
+    block_idx,
+    cast,
+    cdiv,
+    ceil,
+    const_expr,
+    cos,
+    exp,
+    floor,
+    fma,
+    grid_dim,
+    lane_id,
+    log,
+    max,
+    min,
+    printf,
+    rsqrt,
+    shfl_down,
+    shfl_idx,
+    shfl_up,
+    shfl_xor,
+    sin,
+    sqrt,
+    static_range,
+    tanh,
+    thread_idx,
+    vector,
+    warp_size,
+)
+from dsl.language.types import (
+    BFloat16,
+    Boolean,
+    Constexpr,
+    Float16,
+    Float32,
+    Float64,
+    Index,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    Tensor,
+    TensorSpec,
+    Uint8,
+    Uint16,
+    Uint32,
+    Uint64,
+    bf16,
+    boolean,
+    f16,
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    index,
+    u8,
+    u16,
+    u32,
+    u64,
+)
+from dsl.module_analysis import analyze_source
+
+__all__ = [
+    "TARGETS", "BFloat16", "Boolean", "CompileError", "CompiledFunction", "Constexpr", "Diagnostic",
+    "DiagnosticWarning", "Float16", "Float32", "Float64", "Index", "Int8", "Int16", "Int32", "Int64",
+    "ModuleReport", "Resources", "Severity", "SharedAllocator", "SourceMap", "SourceRange", "Tensor",
+    "TensorSpec", "Uint8", "Uint16", "Uint32", "Uint64", "abs", "analyze_source", "atomic_add", "atomic_cas",
+    "atomic_max", "atomic_min", "barrier", "bf16", "block_dim", "block_idx", "boolean", "cast", "cdiv", "ceil",
+    "compile", "const_expr", "cos", "exp", "f16", "f32", "f64", "floor", "fma", "grid_dim", "i8", "i16", "i32",
+    "i64", "index", "jit", "kernel", "lane_id", "log", "max", "min", "printf", "rsqrt", "shfl_down",
+    "shfl_idx", "shfl_up", "shfl_xor", "sin", "sqrt", "static_checks", "static_range", "tanh", "thread_idx",
+    "u8", "u16", "u32", "u64", "vector", "warp_size",
+]

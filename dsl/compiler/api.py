@@ -1,0 +1,230 @@
+"""`dsl.compile`: from a decorated function and argument specs to a `CompiledFunction`.
+
+`FunctionCompiler` owns one MLIR context and module per compiled function: the jit's
+`func.func` and one `gpu.func` per kernel specialization (kernel, parameter types,
+Constexpr values, block size), each with a unique symbol. Errors are collected as
+diagnostics from every kernel the function launches, not just the first failure.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import warnings
+from typing import Any
+
+from mlir import ir
+
+from dsl.compiler import cache
+from dsl.compiler.artifacts import CompiledFunction, KernelInfo
+from dsl.compiler.pipeline import Build, StageError, attach_error_collector, run_pipeline
+from dsl.compiler.specs import resolve_params
+from dsl.compiler.targets import Target, get_target, theoretical_occupancy
+from dsl.diagnostics import CompileError, Diagnostic, DiagnosticError, DiagnosticSink, DiagnosticWarning, SourceRange
+from dsl.frontend.kernel_tracer import ParamSpec, TracedKernel, ensure_dynamic_smem_global, trace_kernel
+from dsl.frontend.source import FunctionSource, function_source
+from dsl.frontend.static_checks import check_known_block_size
+from dsl.language.decorators import JitFunction, KernelFunction
+
+
+class FunctionCompiler:
+    """Builds the module of one compiled function and specializes its kernels on demand."""
+
+    def __init__(self, target: Target, sink: DiagnosticSink, name: str):
+        self.target = target
+        self.sink = sink
+        self.context = ir.Context()
+        self.gpu_module_name = f"{name}_kernels"
+        self.kernels: dict[tuple, TracedKernel | None] = {}
+        self.symbols: set[str] = set()
+        self.launch_ranges: dict[str, list[tuple[SourceRange, int]]] = {}
+        self._dynamic_smem_declared = False
+        with self.context, ir.Location.unknown():
+            self.module = ir.Module.create()
+            self.module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
+            from mlir.dialects import gpu
+
+            with ir.InsertionPoint(self.module.body):
+                self.gpu_module = gpu.GPUModuleOp(self.gpu_module_name)
+            self.gpu_module.bodyRegion.blocks.append()
+        self.gpu_ip = ir.InsertionPoint(self.gpu_module.bodyRegion.blocks[0])
+
+    def _declare_dynamic_smem(self) -> None:
+        if not self._dynamic_smem_declared:
+            ensure_dynamic_smem_global(self.gpu_ip)
+            self._dynamic_smem_declared = True
+
+    def known_block_size(self, kernel: KernelFunction) -> tuple[tuple[int, int, int], SourceRange | None] | None:
+        """The kernel's validated contract, or None; a malformed one raises DSL201."""
+        if kernel.known_block_size is None:
+            return None
+        src = function_source(kernel.fn)
+        diag, value_range = check_known_block_size(src.file, src.node, kernel.known_block_size)
+        if diag is not None:
+            raise DiagnosticError(diag)
+        return tuple(kernel.known_block_size), value_range  # type: ignore[return-value]
+
+    def specialize(self, kernel: KernelFunction, params: list[Any], block: tuple[int, int, int] | None
+                   ) -> TracedKernel | None:
+        specs = [p[0] if isinstance(p, tuple) else p for p in params]
+        key = (id(kernel), tuple(s.key() for s in specs), block)
+        if key in self.kernels:
+            return self.kernels[key]
+        symbol = kernel.kernel_name
+        n = 1
+        while symbol in self.symbols:
+            symbol = f"{kernel.kernel_name}_{n}"
+            n += 1
+        self.symbols.add(symbol)
+        src = function_source(kernel.fn)
+        with self.context:
+            traced = trace_kernel(kernel, src, specs, block, symbol, self.gpu_ip, self.target, self.sink,
+                                  self._declare_dynamic_smem)
+        self.kernels[key] = traced
+        return traced
+
+
+def _kind(fn: Any) -> str:
+    if isinstance(fn, KernelFunction):
+        return "kernel"
+    if isinstance(fn, JitFunction):
+        return "jit"
+    raise TypeError(f"dsl.compile needs a @dsl.kernel or @dsl.jit function, not {fn!r}")
+
+
+def compile_function(fn: Any, args: tuple = (), kwargs: dict | None = None, target: str | None = None,
+                     until: str = "sass", example_range: SourceRange | None = None
+                     ) -> tuple[CompiledFunction | None, list[Diagnostic]]:
+    """Compiles without raising: returns the result (None on errors) and every diagnostic."""
+    kind = _kind(fn)
+    tgt = get_target(target)
+    sink = DiagnosticSink()
+    try:
+        src = function_source(fn.fn)
+    except OSError as err:
+        return None, [Diagnostic.make("DSL402", str(err), SourceRange(fn.fn.__code__.co_filename,
+                                                                     fn.fn.__code__.co_firstlineno, 0,
+                                                                     fn.fn.__code__.co_firstlineno, 0))]
+    params = resolve_params(fn, src, args, kwargs or {}, sink, example_range)
+    if params is None:
+        return None, sink.items
+    key = cache.function_key(fn, src, params, tgt.name, until)
+    hit = cache.MEMORY.get(key)
+    if hit is not None:
+        compiled, diags = hit
+        return compiled, list(diags)
+    compiled = _build(fn, kind, src, params, tgt, sink, until)
+    cache.MEMORY.put(key, (compiled, tuple(sink.items)))
+    return compiled, sink.items
+
+
+def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt: Target,
+           sink: DiagnosticSink, until: str) -> CompiledFunction | None:
+    from dsl.frontend.host_tracer import trace_host
+    from dsl.runtime.launcher_source import launcher_source
+
+    name = fn.kernel_name if kind == "kernel" else fn.__name__
+    fc = FunctionCompiler(tgt, sink, name)
+    def_range = src.file.def_name_range(src.node)
+    state = None
+    with fc.context:
+        try:
+            if kind == "kernel":
+                contract = fc.known_block_size(fn)
+                fc.specialize(fn, params, contract[0] if contract else None)
+            else:
+                with ir.InsertionPoint(fc.module.body):
+                    result = trace_host(src, fn.fn, params, fc, sink)
+                if result is not None:
+                    state = result[1]
+        except DiagnosticError as err:
+            sink.add(err.diagnostic)
+    traced = [k for k in fc.kernels.values() if k is not None]
+    if sink.errors or (kind == "kernel" and not traced) or any(k is None for k in fc.kernels.values()):
+        if not sink.errors:
+            sink.add(Diagnostic.make("DSL402", f"'{name}' did not compile", def_range))
+        return None
+    build = Build(fc.module, fc.context, tgt, def_range)
+    collector = [build]
+    handler = attach_error_collector(fc.context, collector)
+    try:
+        with fc.context:
+            run_pipeline(build, until=until)
+    except StageError as err:
+        for d in err.diagnostics:
+            sink.add(d)
+        return None
+    finally:
+        handler.detach()
+    compiled = CompiledFunction(name=name, kind=kind, target=tgt.name, stages=dict(build.texts),
+                                source_maps=dict(build.maps), cubin=build.cubin)
+    if state is not None:
+        compiled.stages["launcher"] = launcher_source(fn.__name__, params, state, tgt.name)
+    launches = state.launches if state is not None else []
+    for k in traced:
+        res = build.resources.get(k.symbol)
+        if res is not None:
+            res.dynamic_smem = k.dynamic_smem
+            block = k.block
+            if block is not None:
+                threads = block[0] * block[1] * block[2]
+                res.block_threads = threads
+                res.occupancy = theoretical_occupancy(tgt, threads, res.registers, res.static_smem + k.dynamic_smem)
+            if res.spill_stores or res.spill_loads:
+                sink.add(Diagnostic.make(
+                    "DSL501", f"kernel '{k.symbol}' spills registers: {res.spill_stores} bytes stored, "
+                    f"{res.spill_loads} bytes loaded ({res.registers} registers)", k.def_range))
+        compiled.kernels.append(KernelInfo(k.symbol, k.source_name, k.block, k.dynamic_smem, res))
+        for launch in launches:
+            if launch.kernel is k and res is not None and res.occupancy is not None and res.occupancy < 0.5:
+                sink.add(Diagnostic.make(
+                    "DSL502", f"theoretical occupancy of '{k.symbol}' is {res.occupancy:.0%} with block "
+                    f"{list(k.block)} ({res.registers} registers, {res.static_smem + k.dynamic_smem} bytes smem)",
+                    launch.range))
+    compiled.diagnostics = [d for d in sink.items if not d.is_error]
+    compiled.launches = launches  # type: ignore[attr-defined]
+    return compiled
+
+
+def compile(fn: Any, *args: Any, target: str | None = None, **kwargs: Any) -> CompiledFunction:
+    """Compiles a kernel or jit function for `target` (default sm_90) from arrays or specs.
+
+    Raises `CompileError` carrying every error; warnings are also issued through `warnings`.
+    """
+    compiled, diags = compile_function(fn, args, kwargs, target)
+    errors = [d for d in diags if d.is_error]
+    for d in diags:
+        if not d.is_error:
+            warnings.warn(DiagnosticWarning(d), stacklevel=2)
+    if errors or compiled is None:
+        raise CompileError(errors or diags)
+    return compiled
+
+
+def parse_examples(fn: Any) -> list[tuple[tuple, dict, SourceRange | None]]:
+    """The `examples=` of a jit function as (args, kwargs, range of that example)."""
+    examples = getattr(fn, "examples", None) or []
+    out = []
+    ranges: list[SourceRange | None] = []
+    try:
+        src = function_source(fn.fn)
+        for dec in src.node.decorator_list:
+            if isinstance(dec, ast.Call):
+                for kw in dec.keywords:
+                    if kw.arg == "examples" and isinstance(kw.value, ast.List | ast.Tuple):
+                        ranges = [src.file.range_of(e) for e in kw.value.elts]
+    except OSError:
+        pass
+    for i, ex in enumerate(examples):
+        rng = ranges[i] if i < len(ranges) else None
+        if isinstance(ex, dict):
+            out.append(((), ex, rng))
+        elif isinstance(ex, tuple | list):
+            out.append((tuple(ex), {}, rng))
+        else:
+            out.append(((ex,), {}, rng))
+    return out
+
+
+def signature_of(fn: Any) -> inspect.Signature:
+    return inspect.signature(fn.fn)

@@ -1,0 +1,236 @@
+"""What compiling produces: stage texts, source maps, resource figures and reports.
+
+These are plain data so they cross process boundaries as JSON (the analysis worker of the
+language server and of `kdsl lint` sends a `ModuleReport` back to its parent).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsl.diagnostics import Diagnostic, SourceRange
+
+
+@dataclass
+class Resources:
+    """Per-kernel figures from `ptxas -v` plus launch-independent limits."""
+
+    registers: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    stack_bytes: int = 0
+    static_smem: int = 0
+    dynamic_smem: int = 0
+    max_threads_per_block: int = 1024
+    occupancy: float | None = None  # theoretical, for `block_threads`
+    block_threads: int | None = None
+
+    def summary(self) -> str:
+        text = f"{self.registers} regs"
+        if self.spill_stores or self.spill_loads:
+            text += f", spills {self.spill_stores}B st/{self.spill_loads}B ld"
+        text += f", smem {self.static_smem + self.dynamic_smem} B"
+        if self.stack_bytes:
+            text += f", stack {self.stack_bytes} B"
+        if self.occupancy is not None:
+            text += f", occupancy {self.occupancy:.0%}"
+            if self.block_threads:
+                text += f" @ {self.block_threads} threads"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Resources:
+        return cls(**data)
+
+
+@dataclass
+class SourceMap:
+    """Maps lines of one stage's text (0-based) to Python ranges, and back."""
+
+    entries: list[tuple[int, SourceRange]] = field(default_factory=list)
+
+    def range_for(self, ir_line: int) -> SourceRange | None:
+        """The Python range that produced `ir_line`, or None for lines with no location."""
+        lines = [line for line, _ in self.entries]
+        i = bisect.bisect_left(lines, ir_line)
+        if i < len(lines) and lines[i] == ir_line:
+            return self.entries[i][1]
+        return None
+
+    def ir_lines_for(self, file: str, line: int) -> list[int]:
+        """Stage lines produced by Python `line` of `file` (ranges that span it count)."""
+        return [ir for ir, rng in self.entries if rng.file == file and rng.contains_line(line)]
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [{"ir_line": ir, "range": rng.to_dict()} for ir, rng in self.entries]
+
+    @classmethod
+    def from_list(cls, data: list[dict[str, Any]]) -> SourceMap:
+        return cls([(d["ir_line"], SourceRange.from_dict(d["range"])) for d in data])
+
+
+@dataclass
+class KernelInfo:
+    """One specialized `gpu.func` inside a compiled function."""
+
+    symbol: str  # unique kernel name in the gpu.module and the cubin
+    source_name: str  # the Python function it came from
+    block: tuple[int, int, int] | None
+    dynamic_smem: int
+    resources: Resources | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "symbol": self.symbol,
+            "source_name": self.source_name,
+            "block": list(self.block) if self.block else None,
+            "dynamic_smem": self.dynamic_smem,
+            "resources": self.resources.to_dict() if self.resources else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> KernelInfo:
+        return cls(
+            data["symbol"],
+            data["source_name"],
+            tuple(data["block"]) if data["block"] else None,
+            data["dynamic_smem"],
+            Resources.from_dict(data["resources"]) if data["resources"] else None,
+        )
+
+
+@dataclass
+class CompiledFunction:
+    """Every stage of one compiled specialization of a kernel or jit function, as text."""
+
+    name: str
+    kind: str  # "kernel" | "jit"
+    target: str
+    stages: dict[str, str] = field(default_factory=dict)  # traced, lowered, llvm, ptx, sass, launcher
+    source_maps: dict[str, SourceMap] = field(default_factory=dict)
+    kernels: list[KernelInfo] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # warnings and infos
+    cubin: bytes | None = None
+
+    @property
+    def traced(self) -> str:
+        return self.stages["traced"]
+
+    @property
+    def lowered(self) -> str:
+        return self.stages["lowered"]
+
+    @property
+    def llvm(self) -> str:
+        return self.stages["llvm"]
+
+    @property
+    def ptx(self) -> str:
+        return self.stages["ptx"]
+
+    @property
+    def sass(self) -> str | None:
+        return self.stages.get("sass")
+
+    @property
+    def launcher(self) -> str | None:
+        return self.stages.get("launcher")
+
+    @property
+    def resources(self) -> dict[str, Resources]:
+        return {k.symbol: k.resources for k in self.kernels if k.resources}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "target": self.target,
+            "stages": self.stages,
+            "source_maps": {k: v.to_list() for k, v in self.source_maps.items()},
+            "kernels": [k.to_dict() for k in self.kernels],
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompiledFunction:
+        return cls(
+            name=data["name"],
+            kind=data["kind"],
+            target=data["target"],
+            stages=dict(data["stages"]),
+            source_maps={k: SourceMap.from_list(v) for k, v in data["source_maps"].items()},
+            kernels=[KernelInfo.from_dict(k) for k in data["kernels"]],
+            diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]],
+        )
+
+
+@dataclass
+class FunctionReport:
+    """The outcome of compiling one `@kernel` or `@jit` function found in a module."""
+
+    name: str
+    kind: str  # "kernel" | "jit"
+    range: SourceRange  # the function's name in its `def`
+    compiled: CompiledFunction | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "range": self.range.to_dict(),
+            "compiled": self.compiled.to_dict() if self.compiled else None,
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FunctionReport:
+        return cls(
+            name=data["name"],
+            kind=data["kind"],
+            range=SourceRange.from_dict(data["range"]),
+            compiled=CompiledFunction.from_dict(data["compiled"]) if data["compiled"] else None,
+            diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]],
+        )
+
+
+@dataclass
+class ModuleReport:
+    """Everything known about one analysed Python file."""
+
+    path: str
+    functions: list[FunctionReport] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # module level: failed statements
+
+    def all_diagnostics(self) -> list[Diagnostic]:
+        out = list(self.diagnostics)
+        seen = set(out)
+        for fn in self.functions:
+            for diag in fn.diagnostics:
+                if diag not in seen:
+                    seen.add(diag)
+                    out.append(diag)
+        return out
+
+    def function(self, name: str) -> FunctionReport | None:
+        return next((f for f in self.functions if f.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "functions": [f.to_dict() for f in self.functions],
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModuleReport:
+        return cls(
+            path=data["path"],
+            functions=[FunctionReport.from_dict(f) for f in data["functions"]],
+            diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]],
+        )

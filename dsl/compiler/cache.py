@@ -1,0 +1,112 @@
+"""Compile caches: in memory for a warm process (the editor's worker), keyed by named parts.
+
+The key of a function is built in one place from: its own source, the source of every
+user helper and kernel it reaches through its globals and closures (transitively), the
+values of plain constants it names, the specialization, the target, the pipeline stage
+it was compiled to and the toolchain version. Changing a helper changes the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import types
+from collections import OrderedDict
+from typing import Any
+
+from dsl.compiler.toolchain import toolchain_version
+
+_SIMPLE = (int, float, bool, str, bytes, type(None))
+
+
+def _referenced_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names) | set(code.co_freevars)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _referenced_names(const)
+    return names
+
+
+def dependency_digest(fn: types.FunctionType) -> str:
+    """Hashes the sources and constants a function depends on, following helpers."""
+    from dsl.frontend.source import function_source
+    from dsl.language.decorators import JitFunction, KernelFunction
+
+    h = hashlib.sha256()
+    seen: set[int] = set()
+    stack = [fn]
+    while stack:
+        f = stack.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        try:
+            h.update(function_source(f).text.encode())
+        except OSError:
+            h.update(getattr(f.__code__, "co_code", b""))
+        closure = {}
+        for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:
+                pass
+        for name in sorted(_referenced_names(f.__code__)):
+            value = closure.get(name, f.__globals__.get(name, _MISSING))
+            if value is _MISSING:
+                continue
+            if isinstance(value, KernelFunction):
+                h.update(f"{name}=kernel:{value.known_block_size!r}:{value.kernel_name}".encode())
+                stack.append(value.fn)
+            elif isinstance(value, JitFunction):
+                stack.append(value.fn)
+            elif isinstance(value, types.FunctionType) and "site-packages" not in value.__code__.co_filename:
+                stack.append(value)
+            elif isinstance(value, _SIMPLE) or (isinstance(value, tuple) and all(isinstance(v, _SIMPLE) for v in value)):
+                h.update(f"{name}={value!r}".encode())
+    return h.hexdigest()
+
+
+_MISSING = object()
+
+
+def function_key(fn: Any, src: Any, params: list[Any], target: str, until: str) -> str:
+    parts = [
+        "fn=" + dependency_digest(fn.fn),
+        "kind=" + type(fn).__name__,
+        "options=" + repr((getattr(fn, "kernel_name", None), getattr(fn, "known_block_size", None))),
+        "params=" + repr([p.key() for p in params]),
+        "target=" + target,
+        "until=" + until,
+        "toolchain=" + toolchain_version(),
+        "file=" + src.path,
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+class MemoryCache:
+    """A small LRU of compile results, for warm processes."""
+
+    def __init__(self, capacity: int = 256):
+        self.capacity = capacity
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> Any:
+        if key in self._items:
+            self._items.move_to_end(key)
+            self.hits += 1
+            return self._items[key]
+        self.misses += 1
+        return None
+
+    def put(self, key: str, value: Any) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.capacity:
+            self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+MEMORY = MemoryCache()

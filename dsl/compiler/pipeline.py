@@ -1,0 +1,183 @@
+"""The compiler pipeline as a table of named stages: traced -> lowered -> llvm -> ptx -> sass.
+
+Each stage is a function of the `Build` state that sets its text (and source map). The IR
+views, the `kdsl ir` command and the cache read the same names. Failures inside MLIR or
+the tools become DSL401 / DSL402 diagnostics at the Python range of the failing op.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import gpu
+from mlir.dialects import llvm as llvm_dialect
+from mlir.passmanager import PassManager
+
+from dsl.compiler import source_maps, toolchain
+from dsl.compiler.artifacts import Resources, SourceMap
+from dsl.diagnostics import Diagnostic, SourceRange
+
+LOWERING = (
+    "builtin.module(gpu.module(canonicalize,cse,convert-scf-to-cf,convert-vector-to-llvm,"
+    "convert-gpu-to-nvvm,convert-arith-to-llvm,convert-index-to-llvm,convert-math-to-llvm,"
+    "canonicalize,cse,reconcile-unrealized-casts),"
+    "ensure-debug-info-scope-on-llvm-func{emission-kind=LineTablesOnly})"
+)
+TO_PTX = "builtin.module(gpu-module-to-binary{format=isa})"
+
+STAGE_NAMES = ("traced", "lowered", "llvm", "ptx", "sass", "launcher")
+STAGE_LANGUAGES = {"traced": "mlir", "lowered": "mlir", "llvm": "llvm", "ptx": "ptx", "sass": "sass",
+                   "launcher": "python"}
+
+
+class StageError(Exception):
+    def __init__(self, diagnostics: list[Diagnostic]):
+        super().__init__("; ".join(d.message for d in diagnostics))
+        self.diagnostics = diagnostics
+
+
+@dataclass
+class Build:
+    """Mutable state threaded through the stages for one compiled function."""
+
+    module: Any  # ir.Module, traced
+    context: Any
+    target: Any
+    fallback_range: SourceRange  # where to point when an error has no location
+    texts: dict[str, str] = field(default_factory=dict)
+    maps: dict[str, SourceMap] = field(default_factory=dict)
+    resources: dict[str, Resources] = field(default_factory=dict)
+    cubin: bytes | None = None
+    lowered_module: Any = None
+    timings: dict[str, float] = field(default_factory=dict)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (message, location text)
+
+
+def _printed(op: Any) -> str:
+    return op.get_asm(enable_debug_info=True, large_elements_limit=16)
+
+
+def _mlir_errors(build: Build, code: str, fallback: str, err: Exception | None = None) -> StageError:
+    diags = []
+    for message, loc in build.errors:
+        rng = source_maps.parse_location(loc) or build.fallback_range
+        diags.append(Diagnostic.make(code, message, rng))
+    if not diags:
+        text = str(err) if err else fallback
+        diags.append(Diagnostic.make(code, f"{fallback}: {text.splitlines()[0] if text else ''}", build.fallback_range))
+    build.errors.clear()
+    return StageError(diags)
+
+
+def stage_traced(build: Build) -> None:
+    if not build.module.operation.verify():
+        raise _mlir_errors(build, "DSL401", "the traced IR failed verification")
+    build.texts["traced"], build.maps["traced"] = source_maps.mlir_text_and_map(_printed(build.module.operation))
+
+
+def stage_lowered(build: Build) -> None:
+    lowered = ir.Module.parse(build.module.operation.get_asm(enable_debug_info=True), build.context)
+    for op in lowered.body.operations:
+        if op.operation.name == "gpu.module":
+            targets = [_nvvm_target(build.target.name)]
+            op.attributes["targets"] = ir.ArrayAttr.get(targets)
+    try:
+        PassManager.parse(LOWERING, build.context).run(lowered.operation)
+    except ir.MLIRError as err:
+        raise _mlir_errors(build, "DSL402", "lowering to NVVM failed", err) from None
+    build.lowered_module = lowered
+    build.texts["lowered"], build.maps["lowered"] = source_maps.mlir_text_and_map(_printed(lowered.operation))
+
+
+def _nvvm_target(chip: str) -> Any:
+    libdevice = toolchain.libdevice_path()
+    link = f', link = ["{libdevice}"]' if libdevice else ""
+    return ir.Attribute.parse(f'#nvvm.target<O = 3, chip = "{chip}", features = "+ptx80"{link}>')
+
+
+def stage_llvm(build: Build) -> None:
+    gpu_module = _gpu_module(build.lowered_module)
+    holder = ir.Module.create(ir.Location.unknown(build.context))
+    with ir.InsertionPoint(holder.body):
+        for op in gpu_module.regions[0].blocks[0].operations:
+            op.operation.clone()
+    try:
+        text = str(llvm_dialect.translate_module_to_llvmir(holder.operation))
+    except Exception as err:
+        raise _mlir_errors(build, "DSL402", "translation to LLVM IR failed", err) from None
+    build.texts["llvm"] = text
+    build.maps["llvm"] = source_maps.llvm_map(text)
+
+
+def stage_ptx(build: Build) -> None:
+    module = ir.Module.parse(build.lowered_module.operation.get_asm(enable_debug_info=True), build.context)
+    try:
+        PassManager.parse(TO_PTX, build.context).run(module.operation)
+    except ir.MLIRError as err:
+        raise _mlir_errors(build, "DSL402", "PTX generation failed", err) from None
+    binary = next(op for op in module.body.operations if op.operation.name == "gpu.binary")
+    ptx = gpu.ObjectAttr(binary.attributes["objects"][0]).object.decode()
+    ptx = toolchain.strip_debug_sections(ptx)
+    build.texts["ptx"] = ptx
+    build.maps["ptx"] = source_maps.ptx_map(ptx)
+
+
+def stage_cubin(build: Build) -> None:
+    try:
+        cubin, resources, _log = toolchain.assemble(build.texts["ptx"], build.target.name)
+    except toolchain.ToolError as err:
+        raise StageError([Diagnostic.make("DSL402", f"ptxas failed: {err}", build.fallback_range)]) from None
+    build.cubin = cubin
+    build.resources = resources
+
+
+def stage_sass(build: Build) -> None:
+    if build.cubin is None:
+        return
+    try:
+        sass = toolchain.disassemble(build.cubin)
+    except toolchain.ToolError:
+        sass = None
+    if sass is not None:
+        build.texts["sass"] = sass
+        build.maps["sass"] = source_maps.sass_map(sass)
+
+
+def _gpu_module(module: Any) -> Any:
+    return next(op.operation for op in module.body.operations if op.operation.name == "gpu.module")
+
+
+STAGES: dict[str, Callable[[Build], None]] = {
+    "traced": stage_traced,
+    "lowered": stage_lowered,
+    "llvm": stage_llvm,
+    "ptx": stage_ptx,
+    "cubin": stage_cubin,
+    "sass": stage_sass,
+}
+
+
+def run_pipeline(build: Build, until: str = "sass") -> None:
+    """Runs the stages in order up to and including `until`, timing each."""
+    for name, stage in STAGES.items():
+        start = time.perf_counter()
+        stage(build)
+        build.timings[name] = time.perf_counter() - start
+        if name == until:
+            return
+
+
+def attach_error_collector(context: Any, build_ref: list[Build | None]) -> Any:
+    """Routes MLIR diagnostics (with locations) to the build being compiled."""
+
+    def handler(diag: Any) -> bool:
+        build = build_ref[0]
+        if build is not None and diag.severity == ir.DiagnosticSeverity.ERROR:
+            build.errors.append((str(diag.message), str(diag.location)))
+        return True
+
+    return context.attach_diagnostic_handler(handler)

@@ -1,0 +1,148 @@
+"""The NVIDIA tools outside MLIR: ptxas (cubin + resource figures), nvdisasm (SASS), libdevice.
+
+They come from the `nvidia-cuda-nvcc` / `nvidia-cuda-nvdisasm` wheels, so no CUDA toolkit
+is needed; `KDSL_PTXAS` / `KDSL_NVDISASM` or a toolkit under `CUDA_HOME` take precedence.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from dsl.compiler.artifacts import Resources
+
+
+def _wheel_roots() -> list[Path]:
+    try:
+        import nvidia  # namespace package of the NVIDIA wheels
+    except ImportError:
+        return []
+    return [Path(p) for p in getattr(nvidia, "__path__", [])]
+
+
+def _find(tool: str, env_var: str) -> str | None:
+    if os.environ.get(env_var):
+        return os.environ[env_var]
+    candidates = []
+    if os.environ.get("CUDA_HOME"):
+        candidates.append(Path(os.environ["CUDA_HOME"]) / "bin" / tool)
+    for root in _wheel_roots():
+        candidates += sorted(root.glob(f"cu*/bin/{tool}"), reverse=True) + [root / "cuda_nvcc" / "bin" / tool]
+    candidates.append(Path("/usr/local/cuda/bin") / tool)
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return str(c)
+    return shutil.which(tool)
+
+
+@functools.cache
+def ptxas_path() -> str | None:
+    return _find("ptxas", "KDSL_PTXAS")
+
+
+@functools.cache
+def nvdisasm_path() -> str | None:
+    return _find("nvdisasm", "KDSL_NVDISASM")
+
+
+@functools.cache
+def libdevice_path() -> str | None:
+    if os.environ.get("KDSL_LIBDEVICE"):
+        return os.environ["KDSL_LIBDEVICE"]
+    roots = [Path(os.environ["CUDA_HOME"])] if os.environ.get("CUDA_HOME") else []
+    for root in _wheel_roots():
+        roots += sorted(root.glob("cu*"), reverse=True) + [root / "cuda_nvcc"]
+    roots.append(Path("/usr/local/cuda"))
+    for root in roots:
+        for candidate in sorted(root.glob("nvvm/libdevice/libdevice*.bc")):
+            return str(candidate)
+    return None
+
+
+@functools.cache
+def toolchain_version() -> str:
+    """Identifies the toolchain for cache keys: MLIR bindings and ptxas versions."""
+    parts = []
+    try:
+        from importlib.metadata import version
+
+        parts.append("mlir-" + version("xtc-mlir-python-bindings"))
+    except Exception:
+        parts.append("mlir-unknown")
+    path = ptxas_path()
+    if path:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+        m = re.search(r"V(\d+\.\d+\.\d+)", out)
+        parts.append("ptxas-" + (m.group(1) if m else "unknown"))
+    return "+".join(parts)
+
+
+class ToolError(Exception):
+    """A backend tool failed; the message holds its output."""
+
+
+def strip_debug_sections(ptx: str) -> str:
+    """Keeps `.file`/`.loc` line info but drops the `debug` target flag and DWARF sections.
+
+    Like `nvcc -lineinfo`: ptxas then optimises exactly as without line info (the `debug`
+    flag alone made ptxas spend registers), yet profilers and our maps still see lines.
+    """
+    ptx = re.sub(r"^(\.target\s+sm_\w+),\s*debug\s*$", r"\1", ptx, flags=re.M)
+    ptx = re.sub(r"^\s*\.section\s+\.debug_\w+\s*\{.*?^\s*\}\s*$\n?", "", ptx, flags=re.M | re.S)
+    ptx = re.sub(r"^\s*\.section\s+\.debug_\w+\s*\{\s*\}\s*$\n?", "", ptx, flags=re.M)
+    return ptx
+
+
+_FUNC = re.compile(r"Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:, used \d+ barriers)?(?:, (\d+) bytes smem)?")
+
+
+def parse_ptxas_info(text: str) -> dict[str, Resources]:
+    """Per-kernel resources from `ptxas -v` output."""
+    out: dict[str, Resources] = {}
+    current = None
+    for line in text.splitlines():
+        if m := _FUNC.search(line):
+            current = out.setdefault(m.group(1), Resources())
+        elif current is not None and (m := _PROPS.search(line)):
+            current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
+        elif current is not None and (m := _USED.search(line)):
+            current.registers = int(m.group(1))
+            current.static_smem = int(m.group(2) or 0)
+    return out
+
+
+def assemble(ptx: str, arch: str) -> tuple[bytes, dict[str, Resources], str]:
+    """Runs ptxas: returns (cubin, resources per kernel, ptxas log)."""
+    path = ptxas_path()
+    if path is None:
+        raise ToolError("ptxas not found (install nvidia-cuda-nvcc or set KDSL_PTXAS)")
+    with tempfile.TemporaryDirectory(prefix="kdsl-") as tmp:
+        src, dst = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
+        src.write_text(ptx)
+        proc = subprocess.run([path, f"-arch={arch}", "-O3", "-v", "-lineinfo", str(src), "-o", str(dst)],
+                              capture_output=True, text=True)
+        log = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            raise ToolError(log.strip())
+        return dst.read_bytes(), parse_ptxas_info(log), log
+
+
+def disassemble(cubin: bytes) -> str | None:
+    """SASS with line annotations, or None when nvdisasm is unavailable."""
+    path = nvdisasm_path()
+    if path is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="kdsl-") as tmp:
+        src = Path(tmp) / "k.cubin"
+        src.write_bytes(cubin)
+        proc = subprocess.run([path, "-c", "-g", str(src)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ToolError(proc.stderr.strip())
+        return proc.stdout

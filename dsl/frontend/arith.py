@@ -1,0 +1,276 @@
+"""Scalar and vector arithmetic: Python operators to `arith`/`math` ops, with promotion.
+
+Everything here emits at the current MLIR insertion point and location (the tracer sets
+both), and raises `DSLTypeError` for mistakes so the tracer can point at the expression.
+Integer `//` and `%` truncate toward zero, as in C, CUDA and Triton.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import arith, vector
+
+from dsl.frontend.values import DSLTypeError, Scalar, Vector, type_name
+from dsl.language.types import DType, boolean, f32, i32, promote
+
+PY_OPS = {
+    "Add": operator.add, "Sub": operator.sub, "Mult": operator.mul, "Div": operator.truediv,
+    "FloorDiv": operator.floordiv, "Mod": operator.mod, "Pow": operator.pow,
+    "LShift": operator.lshift, "RShift": operator.rshift, "BitAnd": operator.and_,
+    "BitOr": operator.or_, "BitXor": operator.xor,
+    "Eq": operator.eq, "NotEq": operator.ne, "Lt": operator.lt, "LtE": operator.le,
+    "Gt": operator.gt, "GtE": operator.ge,
+}
+SYMBOLS = {
+    "Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "Mod": "%", "Pow": "**",
+    "LShift": "<<", "RShift": ">>", "BitAnd": "&", "BitOr": "|", "BitXor": "^",
+    "Eq": "==", "NotEq": "!=", "Lt": "<", "LtE": "<=", "Gt": ">", "GtE": ">=",
+}
+
+
+def constant(py: Any, dtype: DType) -> Scalar:
+    """A constant of `dtype`; a float literal for an integer type is a type error."""
+    ty = dtype.mlir_type()
+    if dtype.is_float:
+        return Scalar(arith.constant(ty, float(py)), dtype)
+    if isinstance(py, float) and not float(py).is_integer():
+        raise DSLTypeError(f"float literal {py} used as {dtype.name}; cast explicitly")
+    if isinstance(py, float):
+        raise DSLTypeError(f"float literal {py} used as {dtype.name}; write an int or cast")
+    value = int(py)
+    if dtype.is_bool:
+        return Scalar(arith.constant(ty, ir.IntegerAttr.get(ty, 1 if value else 0)), dtype)
+    if dtype.kind == "index":
+        return Scalar(arith.constant(ty, value), dtype)
+    bits = dtype.bits
+    lo, hi = (-(2 ** (bits - 1)), 2**bits - 1)
+    if not lo <= value <= hi:
+        raise DSLTypeError(f"literal {value} does not fit in {dtype.name}")
+    if value >= 2 ** (bits - 1):
+        value -= 2**bits  # the same bits, as MLIR's signed attribute wants them
+    return Scalar(arith.constant(ty, ir.IntegerAttr.get(ty, value)), dtype)
+
+
+def literal_type(py: Any) -> DType:
+    """The type a lone Python literal takes when it must become a run-time value."""
+    if isinstance(py, bool):
+        return boolean
+    if isinstance(py, int):
+        return i32
+    if isinstance(py, float):
+        return f32
+    raise DSLTypeError(f"{type_name(py)} value {py!r} cannot be used as a kernel value")
+
+
+def to_scalar(value: Any, like: DType | None = None) -> Scalar:
+    """A run-time scalar from a DSL scalar or a Python literal (typed like `like`)."""
+    if isinstance(value, Scalar):
+        return value
+    if isinstance(value, bool | int | float):
+        if like is not None and isinstance(value, float) and not like.is_float:
+            raise DSLTypeError(f"float literal {value} mixed with {like.name}; cast explicitly")
+        return constant(value, like or literal_type(value))
+    raise DSLTypeError(f"expected a scalar value, got {type_name(value)}")
+
+
+def cast(value: Any, to: DType) -> Scalar | Vector:
+    """Explicit conversion between any two scalar types (vectors convert elementwise)."""
+    if isinstance(value, Vector):
+        src = value.dtype
+        ty = ir.VectorType.get([value.width], to.mlir_type())
+        return Vector(_convert(value.value, src, to, ty), to, value.width)
+    if not isinstance(value, Scalar):
+        if isinstance(value, bool | int | float):
+            if to.is_float:
+                return constant(float(value), to)
+            return constant(int(value), to)
+        raise DSLTypeError(f"cannot cast {type_name(value)} to {to.name}")
+    if value.dtype == to:
+        return value
+    return Scalar(_convert(value.value, value.dtype, to, to.mlir_type()), to)
+
+
+def _convert(v: Any, src: DType, to: DType, ty: Any) -> Any:
+    if src.is_bool and not to.is_bool:
+        if to.is_float:
+            return arith.uitofp(ty, v)
+        return arith.extui(ty, v) if to.kind != "index" else arith.index_castui(ty, v)
+    if to.is_bool:
+        if src.is_float:
+            zero = arith.constant(src.mlir_type(), 0.0) if not isinstance(v.type, ir.VectorType) else None
+            if zero is None:
+                raise DSLTypeError("cannot cast a float vector to bool")
+            return arith.cmpf(arith.CmpFPredicate.UNE, v, zero)
+        zero = constant(0, src).value
+        return arith.cmpi(arith.CmpIPredicate.ne, v, zero)
+    if src.kind == "index" or to.kind == "index":
+        if src.is_float or to.is_float:
+            mid = i32 if src.kind == "index" else DType("i64", "int", 64)
+            step = _convert(v, src, mid, mid.mlir_type())
+            return _convert(step, mid, to, ty)
+        return arith.index_cast(ty, v) if src.is_signed else arith.index_castui(ty, v)
+    if src.is_int and to.is_int:
+        if to.bits > src.bits:
+            return arith.extsi(ty, v) if src.is_signed else arith.extui(ty, v)
+        if to.bits < src.bits:
+            return arith.trunci(ty, v)
+        return v  # same width, other signedness: the same bits
+    if src.is_int and to.is_float:
+        return arith.sitofp(ty, v) if src.is_signed else arith.uitofp(ty, v)
+    if src.is_float and to.is_int:
+        return arith.fptosi(ty, v) if to.is_signed else arith.fptoui(ty, v)
+    if src.bits < to.bits or (src.bits == to.bits and src != to):
+        if src.bits == to.bits:  # f16 <-> bf16 through f32
+            wide = arith.extf(f32.mlir_type() if not isinstance(ty, ir.VectorType) else
+                              ir.VectorType.get(ty.shape, f32.mlir_type()), v)
+            return arith.truncf(ty, wide)
+        return arith.extf(ty, v)
+    return arith.truncf(ty, v)
+
+
+def common(a: Any, b: Any, what: str) -> tuple[Any, Any, DType]:
+    """Brings two operands to one type by the promotion rules (see `dsl.language.types`)."""
+    if isinstance(a, Vector) or isinstance(b, Vector):
+        return _common_vector(a, b, what)
+    if isinstance(a, Scalar) and isinstance(b, Scalar):
+        ty = promote(a.dtype, b.dtype)
+        if ty is None:
+            raise DSLTypeError(
+                f"mixed types {a.dtype.name} and {b.dtype.name} in '{what}'; cast one explicitly, "
+                f"e.g. dsl.cast(x, dsl.{b.dtype.name})"
+            )
+        return cast(a, ty), cast(b, ty), ty
+    if isinstance(a, Scalar):
+        return a, to_scalar(b, a.dtype), a.dtype
+    if isinstance(b, Scalar):
+        return to_scalar(a, b.dtype), b, b.dtype
+    raise DSLTypeError(f"unsupported operands {type_name(a)} and {type_name(b)} for '{what}'")
+
+
+def _common_vector(a: Any, b: Any, what: str) -> tuple[Any, Any, DType]:
+    va = a if isinstance(a, Vector) else None
+    vb = b if isinstance(b, Vector) else None
+    if va and vb:
+        if va.dtype != vb.dtype or va.width != vb.width:
+            raise DSLTypeError(f"mixed vector types {type_name(va)} and {type_name(vb)} in '{what}'")
+        return va, vb, va.dtype
+    vec = va or vb
+    other = b if va else a
+    scalar = to_scalar(other, vec.dtype)
+    if scalar.dtype != vec.dtype:
+        raise DSLTypeError(f"mixed types {type_name(vec)} and {scalar.dtype.name} in '{what}'")
+    splat = Vector(vector.broadcast(vec.value.type, scalar.value), vec.dtype, vec.width)
+    return (vec, splat, vec.dtype) if va else (splat, vec, vec.dtype)
+
+
+def _wrap(like: Any, value: Any, dtype: DType) -> Any:
+    if isinstance(like, Vector):
+        return Vector(value, dtype, like.width)
+    return Scalar(value, dtype)
+
+
+def binary(op: str, a: Any, b: Any) -> Any:
+    """`a <op> b` where `op` is an `ast` operator name; folds when both are Python values."""
+    if not (isinstance(a, Scalar | Vector) or isinstance(b, Scalar | Vector)):
+        return PY_OPS[op](a, b)
+    sym = SYMBOLS[op]
+    if op == "Pow":
+        return _power(a, b)
+    x, y, ty = common(a, b, sym)
+    if ty.is_bool and op not in ("BitAnd", "BitOr", "BitXor"):
+        raise DSLTypeError(f"'{sym}' on bool values; cast to an integer type first")
+    if ty.is_float:
+        table = {"Add": arith.addf, "Sub": arith.subf, "Mult": arith.mulf, "Div": arith.divf,
+                 "Mod": arith.remf}
+        if op not in table:
+            hint = " (use / for float division)" if op == "FloorDiv" else ""
+            raise DSLTypeError(f"'{sym}' is not defined for {ty.name}{hint}")
+        return _wrap(x, table[op](x.value, y.value), ty)
+    if op == "Div":
+        raise DSLTypeError(f"'/' on integer type {ty.name}; use '//' or cast to a float type")
+    signed = ty.is_signed
+    table = {
+        "Add": arith.addi, "Sub": arith.subi, "Mult": arith.muli,
+        "FloorDiv": arith.divsi if signed else arith.divui,
+        "Mod": arith.remsi if signed else arith.remui,
+        "LShift": arith.shli, "RShift": arith.shrsi if signed else arith.shrui,
+        "BitAnd": arith.andi, "BitOr": arith.ori, "BitXor": arith.xori,
+    }
+    return _wrap(x, table[op](x.value, y.value), ty)
+
+
+def _power(a: Any, b: Any) -> Any:
+    if isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 16:
+        result = None
+        for _ in range(b):
+            result = a if result is None else binary("Mult", result, a)
+        return result if result is not None else binary("Add", binary("Mult", a, 0), 1)
+    from mlir.dialects import math
+
+    x, y, ty = common(a, b, "**")
+    if not ty.is_float:
+        raise DSLTypeError("'**' with a run-time integer exponent is not supported; use a float type")
+    return _wrap(x, math.powf(x.value, y.value), ty)
+
+
+_CMPI = {
+    ("Eq", True): "eq", ("NotEq", True): "ne", ("Lt", True): "slt", ("LtE", True): "sle",
+    ("Gt", True): "sgt", ("GtE", True): "sge", ("Eq", False): "eq", ("NotEq", False): "ne",
+    ("Lt", False): "ult", ("LtE", False): "ule", ("Gt", False): "ugt", ("GtE", False): "uge",
+}
+_CMPF = {"Eq": "OEQ", "NotEq": "UNE", "Lt": "OLT", "LtE": "OLE", "Gt": "OGT", "GtE": "OGE"}
+
+
+def compare(op: str, a: Any, b: Any) -> Any:
+    if not (isinstance(a, Scalar) or isinstance(b, Scalar)):
+        if isinstance(a, Vector) or isinstance(b, Vector):
+            raise DSLTypeError("comparisons of vectors are not supported; compare elements")
+        return PY_OPS[op](a, b)
+    x, y, ty = common(a, b, SYMBOLS[op])
+    if ty.is_float:
+        pred = getattr(arith.CmpFPredicate, _CMPF[op])
+        return Scalar(arith.cmpf(pred, x.value, y.value), boolean)
+    pred = getattr(arith.CmpIPredicate, _CMPI[(op, ty.is_signed or ty.is_bool)])
+    return Scalar(arith.cmpi(pred, x.value, y.value), boolean)
+
+
+def unary(op: str, a: Any) -> Any:
+    if not isinstance(a, Scalar | Vector):
+        return {"USub": operator.neg, "UAdd": operator.pos, "Not": operator.not_,
+                "Invert": operator.invert}[op](a)
+    if op == "UAdd":
+        return a
+    if op == "USub":
+        if a.dtype.is_float:
+            return _wrap(a, arith.negf(a.value), a.dtype)
+        return binary("Sub", binary("Mult", a, 0), a)
+    if op == "Not":
+        return Scalar(arith.xori(truth(a).value, constant(1, boolean).value), boolean)
+    if op == "Invert":
+        if a.dtype.is_float:
+            raise DSLTypeError(f"'~' on {a.dtype.name}")
+        return binary("BitXor", a, -1 if a.dtype.is_signed else 2**a.dtype.bits - 1)
+    raise DSLTypeError(f"unsupported unary operator {op}")
+
+
+def truth(value: Any) -> Scalar:
+    """A condition as i1: bools as they are, numbers compared with zero."""
+    if isinstance(value, Scalar):
+        if value.dtype.is_bool:
+            return value
+        return cast(value, boolean)  # type: ignore[return-value]
+    raise DSLTypeError(f"{type_name(value)} cannot be used as a condition")
+
+
+def select(cond: Any, a: Any, b: Any) -> Any:
+    x, y, ty = common(a, b, "if-else")
+    return _wrap(x, arith.select(truth(cond).value, x.value, y.value), ty)
+
+
+def logical(op: str, a: Any, b: Any) -> Scalar:
+    """`and` / `or` on run-time conditions (both sides are evaluated: no short circuit)."""
+    fn = arith.andi if op == "And" else arith.ori
+    return Scalar(fn(truth(a).value, truth(b).value), boolean)

@@ -1,0 +1,66 @@
+"""AST facts the tracer needs before it traces a statement.
+
+* Which names a block assigns (the candidates for `scf.if` results and loop-carried values).
+* Early returns folded into `else` branches, so `if i >= n: return` followed by the rest of
+  the kernel becomes one two-way `if` whose every path ends once: tracing then needs no
+  unstructured control flow.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+
+def assigned_names(stmts: list[ast.stmt]) -> list[str]:
+    """Names stored anywhere in `stmts` (not inside nested defs), in first-seen order."""
+    seen: dict[str, None] = {}
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            seen.setdefault(node.id, None)
+        if isinstance(node, ast.Return):
+            seen.setdefault(RETURN_NAME, None)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for stmt in stmts:
+        visit(stmt)
+    return list(seen)
+
+
+RETURN_NAME = "__return__"
+
+
+def _terminates(stmts: list[ast.stmt]) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
+def fold_early_returns(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """Moves the statements after `if c: ...; return` into that `if`'s other branch."""
+    out: list[ast.stmt] = []
+    for i, stmt in enumerate(stmts):
+        if isinstance(stmt, ast.If):
+            body = fold_early_returns(stmt.body)
+            orelse = fold_early_returns(stmt.orelse)
+            rest = stmts[i + 1 :]
+            if rest and (_terminates(body) or _terminates(orelse)):
+                node = copy.copy(stmt)
+                if _terminates(body) and not _terminates(orelse):
+                    node.body, node.orelse = body, fold_early_returns(orelse + rest)
+                elif _terminates(orelse) and not _terminates(body):
+                    node.body, node.orelse = fold_early_returns(body + rest), orelse
+                else:
+                    node.body, node.orelse = body, orelse  # the rest is unreachable
+                out.append(node)
+                return out
+            node = copy.copy(stmt)
+            node.body, node.orelse = body, orelse
+            out.append(node)
+            continue
+        out.append(stmt)
+        if isinstance(stmt, ast.Return):
+            return out
+    return out

@@ -1,0 +1,350 @@
+"""Host code: a `@jit` function traced into a `func.func` of `gpu.launch_func` ops, plus
+the Python source of a launcher that does the same work at run time.
+
+Every host value carries both its MLIR value (for the IR views and verification) and a
+Python expression (for the launcher), built side by side, so the launcher evaluates
+exactly the grid, block and shared-memory expressions the IR shows. Launches are
+checked here against the kernel's `known_block_size` contract (DSL202) and the target's
+limits (DSL203/204/205); a static block is inferred into the kernel's specialization.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import arith as arith_d
+from mlir.dialects import func
+
+from dsl.diagnostics import Diagnostic, DiagnosticError, SourceRange
+from dsl.frontend import arith as A
+from dsl.frontend.kernel_tracer import ParamSpec, TracedKernel, flatten_params
+from dsl.frontend.source import FunctionSource, location
+from dsl.frontend.static_checks import (
+    annotation_mismatch_message,
+    block_limit_diagnostic,
+    contract_diagnostic,
+)
+from dsl.frontend.tracer import Tracer
+from dsl.frontend.values import BoundMethod, DSLTypeError, Scalar, ShapeView, type_name
+from dsl.language import intrinsics as I
+from dsl.language.types import ConstexprType, DType, TensorType, i32
+
+
+@dataclass
+class HostScalar(Scalar):
+    """A run-time host scalar: MLIR value + the launcher's Python expression for it."""
+
+    expr: str = ""
+
+
+@dataclass
+class HostTensor:
+    name: str
+    dtype: DType
+    rank: int
+    ptr: Any
+    shape: list[HostScalar]
+    strides: list[HostScalar]
+
+
+@dataclass
+class KernelCall:
+    kernel: Any
+    args: list[Any]
+    kwargs: dict[str, Any]
+    node: ast.Call
+
+
+@dataclass
+class LaunchRecord:
+    """One launch in the jit function, for the launcher and the editor's launch hover."""
+
+    kernel: TracedKernel
+    grid: str
+    block: str
+    smem: str
+    cluster: str | None
+    args: list[tuple[str, str]]  # (Python expression, type code)
+    range: SourceRange
+    block_static: tuple[int, int, int] | None
+
+
+@dataclass
+class HostState:
+    launches: list[LaunchRecord] = field(default_factory=list)
+    prologue: list[str] = field(default_factory=list)  # launcher lines that unpack arguments
+
+
+_PY_SYMBOL = dict(A.SYMBOLS)
+
+
+class HostTracer(Tracer):
+    mode = "host"
+
+    def __init__(self, sink: Any, compiler: Any):
+        super().__init__(sink)
+        self.compiler = compiler  # specializes and traces kernels on demand
+        self.state = HostState()
+
+    # ----- host arithmetic keeps a Python expression alongside -----------------------------
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        a, b = self.eval(node.left), self.eval(node.right)
+        op = type(node.op).__name__
+        result = A.binary(op, a, b)
+        if isinstance(result, Scalar):
+            sym = "//" if op == "FloorDiv" else _PY_SYMBOL[op]
+            return HostScalar(result.value, result.dtype, f"({_expr(a)} {sym} {_expr(b)})")
+        return result
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        a = self.eval(node.operand)
+        result = A.unary(type(node.op).__name__, a)
+        if isinstance(result, Scalar) and isinstance(node.op, ast.USub):
+            return HostScalar(result.value, result.dtype, f"(-{_expr(a)})")
+        if isinstance(result, Scalar):
+            raise DSLTypeError("this operator is not supported on host run-time values")
+        return result
+
+    def get_attribute(self, node: ast.Attribute, base: Any, attr: str) -> Any:
+        if isinstance(base, HostTensor):
+            if attr == "shape":
+                return ShapeView(list(base.shape), f"{base.name}.shape")
+            if attr == "strides":
+                return ShapeView(list(base.strides) + [1], f"{base.name}.strides")
+            if attr == "dtype":
+                return base.dtype
+            raise DSLTypeError(f"tensor '{base.name}' has no attribute '{attr}' in host code")
+        if isinstance(base, KernelCall) and attr == "launch":
+            return BoundMethod("launch", base)
+        return super().get_attribute(node, base, attr)
+
+    def call(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        from dsl.language.decorators import JitFunction, KernelFunction
+
+        if isinstance(fn, KernelFunction):
+            return KernelCall(fn, args, kwargs, node)
+        if isinstance(fn, BoundMethod) and fn.name == "launch":
+            return self.launch(node, fn.receiver, *args, **kwargs)
+        if isinstance(fn, JitFunction):
+            raise DSLTypeError("calling a @jit function from another one is not supported; call a plain helper")
+        if fn is I.cdiv:
+            a, b = args
+            if isinstance(a, int) and isinstance(b, int):
+                return -(-a // b)
+            out = A.binary("FloorDiv", A.binary("Sub", A.binary("Add", a, b), 1), b)
+            return HostScalar(out.value, out.dtype, f"(-(-{_expr(a)} // {_expr(b)}))")
+        if fn in (min, max, I.minimum, I.maximum) and any(isinstance(a, Scalar) for a in args):
+            from mlir.dialects import arith
+
+            kind = "min" if fn in (min, I.minimum) else "max"
+            acc = args[0]
+            for other in args[1:]:
+                x, y, ty = A.common(acc, other, kind)
+                op = (arith.minsi if kind == "min" else arith.maxsi) if ty.is_int else (
+                    arith.minimumf if kind == "min" else arith.maximumf)
+                acc = HostScalar(op(x.value, y.value), ty, f"{kind}({_expr(acc)}, {_expr(other)})")
+            return acc
+        if isinstance(fn, DType) and len(args) == 1 and isinstance(args[0], Scalar):
+            out = A.cast(args[0], fn)
+            conv = "float" if fn.is_float else ("bool" if fn.is_bool else "int")
+            return HostScalar(out.value, out.dtype, f"{conv}({_expr(args[0])})")
+        if isinstance(fn, types.FunctionType) and self.is_user_function(fn):
+            return self.inline(node, fn, args, kwargs)
+        if any(isinstance(a, Scalar | HostTensor) for a in list(args) + list(kwargs.values())):
+            raise DSLTypeError(f"{getattr(fn, '__name__', fn)!r} cannot take run-time values in host code")
+        return super().call(node, fn, args, kwargs)
+
+    # ----- launches -------------------------------------------------------------------------
+    def launch(self, node: ast.Call, call: KernelCall, grid: Any = None, block: Any = None,
+               smem: Any = None, stream: Any = None, cluster: Any = None) -> None:
+        if grid is None or block is None:
+            raise self.fail("DSL301", node, "launch needs grid= and block=")
+        kernel = call.kernel
+        keyword = {kw.arg: kw.value for kw in node.keywords if kw.arg}
+        block_node = keyword.get("block", node.args[1] if len(node.args) > 1 else node)
+        grid_node = keyword.get("grid", node.args[0] if node.args else node)
+        smem_node = keyword.get("smem", node)
+        block3 = self._dim3(block, block_node, "block")
+        grid3 = self._dim3(grid, grid_node, "grid")
+        target = self.compiler.target
+        static_block = tuple(block3) if all(isinstance(b, int) for b in block3) else None
+        contract = self.compiler.known_block_size(kernel)
+        if static_block is not None:
+            limit = block_limit_diagnostic(static_block, target.name, self.range(block_node))
+            if limit is not None:
+                raise DiagnosticError(limit)
+            if contract is not None and tuple(contract[0]) != static_block:
+                raise DiagnosticError(contract_diagnostic(
+                    kernel.kernel_name, static_block, tuple(contract[0]), self.range(block_node), contract[1],
+                    isinstance(block_node, ast.Constant)))
+        for g, m in zip(grid3, target.max_grid_dims):
+            if isinstance(g, int) and not 1 <= g <= m:
+                raise self.fail("DSL204", grid_node, f"grid {[x if isinstance(x, int) else '?' for x in grid3]} "
+                                f"exceeds {target.name} limits {list(target.max_grid_dims)}")
+        params = self._bind(kernel, call)
+        traced = self.compiler.specialize(kernel, params, static_block or (tuple(contract[0]) if contract else None))
+        if traced is None:
+            raise DiagnosticError(Diagnostic.make(
+                "DSL301", f"kernel '{kernel.kernel_name}' failed to compile (see its diagnostics)",
+                self.range(node.func)))
+        if smem is None:
+            smem_value: Any = traced.dynamic_smem
+        else:
+            smem_value = smem
+            if isinstance(smem, int) and smem < traced.dynamic_smem:
+                raise self.fail("DSL205", smem_node, f"launch smem={smem} is less than the "
+                                f"{traced.dynamic_smem} bytes allocated by SharedAllocator in kernel "
+                                f"'{kernel.kernel_name}'")
+        self._emit_launch(node, traced, call, params, grid3, block3, smem_value, cluster, static_block)
+
+    def _dim3(self, value: Any, node: ast.AST, what: str) -> list[Any]:
+        items = list(value) if isinstance(value, tuple | list) else [value]
+        if not 1 <= len(items) <= 3:
+            raise self.fail("DSL301", node, f"{what} has {len(items)} dimensions; give 1 to 3")
+        for it in items:
+            if isinstance(it, bool) or not isinstance(it, int | Scalar) or (
+                    isinstance(it, Scalar) and not it.dtype.is_int):
+                raise self.fail("DSL301", node, f"{what} dimensions must be integers, got {type_name(it)}")
+        return items + [1] * (3 - len(items))
+
+    def _bind(self, kernel: Any, call: KernelCall) -> list[tuple[ParamSpec, Any, ast.AST]]:
+        """Matches launch arguments to the kernel's parameters (DSL101 on annotation mismatch)."""
+        sig = inspect.signature(kernel.fn)
+        try:
+            bound = sig.bind(*call.args, **call.kwargs)
+        except TypeError as err:
+            raise self.fail("DSL301", call.node, f"{kernel.kernel_name}(): {err}") from None
+        bound.apply_defaults()
+        arg_nodes = _argument_nodes(call.node, sig)
+        out = []
+        for name, param in sig.parameters.items():
+            value = bound.arguments[name]
+            node = arg_nodes.get(name, call.node)
+            ann = param.annotation
+            if isinstance(ann, ConstexprType):
+                if isinstance(value, Scalar | HostTensor):
+                    raise self.fail("DSL301", node, f"'{name}' is Constexpr; pass a compile-time value")
+                out.append((ParamSpec(name, "constexpr", value=value), value, node))
+            elif isinstance(value, HostTensor):
+                want = ann if isinstance(ann, TensorType) else None
+                if want is not None and want.dtype is not None and (want.dtype != value.dtype or want.rank != value.rank):
+                    self.warn_mismatch(node, name, f"Tensor[{value.dtype.name}, {value.rank}]",
+                                       f"Tensor[{want.dtype.name}, {want.rank}]")
+                out.append((ParamSpec(name, "tensor", value.dtype, value.rank), value, node))
+            elif isinstance(value, Scalar | bool | int | float):
+                dtype = ann if isinstance(ann, DType) else (
+                    value.dtype if isinstance(value, Scalar) else A.literal_type(value))
+                actual = value.dtype if isinstance(value, Scalar) else A.literal_type(value)
+                if isinstance(ann, DType) and actual != ann and not (
+                        isinstance(value, int) and not isinstance(value, bool) and ann.is_float):
+                    self.warn_mismatch(node, name, actual.name, ann.name)
+                if isinstance(ann, TensorType):
+                    raise self.fail("DSL301", node, f"'{name}' is a tensor parameter; got {type_name(value)}")
+                out.append((ParamSpec(name, "scalar", dtype), value, node))
+            else:
+                raise self.fail("DSL301", node, f"cannot pass {type_name(value)} as kernel argument '{name}'")
+        return out
+
+    def warn_mismatch(self, node: ast.AST, name: str, actual: str, annotated: str) -> None:
+        self.sink.add(Diagnostic.make(
+            "DSL101", annotation_mismatch_message("@kernel", name, annotated, actual), self.range(node)))
+
+    def _index(self, v: Any) -> Any:
+        if isinstance(v, int):
+            return arith_d.constant(ir.IndexType.get(), v)
+        return arith_d.index_cast(ir.IndexType.get(), v.value)
+
+    def _emit_launch(self, node: ast.Call, traced: TracedKernel, call: KernelCall,
+                     params: list[tuple[ParamSpec, Any, ast.AST]], grid3: list[Any], block3: list[Any],
+                     smem: Any, cluster: Any, static_block: tuple[int, int, int] | None) -> None:
+        from mlir.dialects import _gpu_ops_gen as gpu_gen
+
+        operands, arg_exprs = [], []
+        for spec, value, _ in params:
+            if spec.kind == "tensor":
+                operands += [value.ptr] + [s.value for s in value.shape] + [s.value for s in value.strides]
+                arg_exprs += [(f"{value.name}_ptr", "ptr")]
+                arg_exprs += [(f"{value.name}_shape[{k}]", "i32") for k in range(value.rank)]
+                arg_exprs += [(f"{value.name}_strides[{k}]", "i32") for k in range(value.rank - 1)]
+            elif spec.kind == "scalar":
+                scalar = A.cast(A.to_scalar(value, spec.dtype), spec.dtype)
+                operands.append(scalar.value)
+                expr = _expr(value) if isinstance(value, Scalar) else repr(value)
+                arg_exprs.append((expr, spec.dtype.name))
+        smem_scalar = A.cast(A.to_scalar(smem, i32), i32)
+        cluster3 = self._dim3(cluster, node, "cluster") if cluster is not None else None
+        kwargs = {}
+        if cluster3 is not None:
+            kwargs = dict(zip(("clusterSizeX", "clusterSizeY", "clusterSizeZ"), [self._index(c) for c in cluster3]))
+        gpu_gen.LaunchFuncOp(
+            None, [], ir.SymbolRefAttr.get([self.compiler.gpu_module_name, traced.symbol]),
+            *[self._index(g) for g in grid3], *[self._index(b) for b in block3], operands,
+            dynamicSharedMemorySize=smem_scalar.value, **kwargs)
+        self.state.launches.append(LaunchRecord(
+            traced, _tuple_expr(grid3), _tuple_expr(block3), _expr(smem),
+            _tuple_expr(cluster3) if cluster3 else None, arg_exprs, self.range(node), static_block))
+
+
+def _expr(v: Any) -> str:
+    if isinstance(v, HostScalar):
+        return v.expr
+    if isinstance(v, Scalar):
+        raise DSLTypeError("this host value has no launcher expression")
+    return repr(v)
+
+
+def _tuple_expr(items: list[Any]) -> str:
+    return "(" + ", ".join(_expr(i) for i in items) + ")"
+
+
+def _argument_nodes(call: ast.Call, sig: inspect.Signature) -> dict[str, ast.AST]:
+    names = list(sig.parameters)
+    out: dict[str, ast.AST] = {}
+    for i, a in enumerate(call.args):
+        if i < len(names) and not isinstance(a, ast.Starred):
+            out[names[i]] = a
+    for kw in call.keywords:
+        if kw.arg:
+            out[kw.arg] = kw.value
+    return out
+
+
+def trace_host(src: FunctionSource, fn: Any, params: list[ParamSpec], compiler: Any, sink: Any
+               ) -> tuple[Any, HostState] | None:
+    """Emits the jit function as `func.func` at the current insertion point."""
+    from dsl.frontend.tracer import Frame, closure_vars
+
+    file, node = src.file, src.node
+    flat = flatten_params(params)
+    with location(file.range_of(node)):
+        fn_op = func.FuncOp(fn.__name__, ir.FunctionType.get([t for _, t in flat], []))
+        entry = fn_op.add_entry_block()
+    tracer = HostTracer(sink, compiler)
+    env: dict[str, Any] = {}
+    args = iter(entry.arguments)
+    for p in params:
+        if p.kind == "tensor":
+            ptr = next(args)
+            shape = [HostScalar(next(args), i32, f"{p.name}_shape[{k}]") for k in range(p.rank)]
+            strides = [HostScalar(next(args), i32, f"{p.name}_strides[{k}]") for k in range(p.rank - 1)]
+            env[p.name] = HostTensor(p.name, p.dtype, p.rank, ptr, shape, strides)
+            tracer.state.prologue.append(
+                f"{p.name}_ptr, {p.name}_shape, {p.name}_strides = rt.tensor_arg({p.name}, {p.name!r}, "
+                f"{p.dtype.name!r}, {p.rank})")
+        elif p.kind == "scalar":
+            env[p.name] = HostScalar(next(args), p.dtype, p.name)
+            tracer.state.prologue.append(f"{p.name} = rt.scalar_arg({p.name}, {p.name!r}, {p.dtype.name!r})")
+        else:
+            env[p.name] = p.value
+    tracer.frames.append(Frame(file, env, {**fn.__globals__, **closure_vars(fn)}))
+    with ir.InsertionPoint(entry), location(file.range_of(node)):
+        tracer.run_recovering(node.body)
+        func.ReturnOp([])
+    if tracer.failed:
+        return None
+    return fn_op, tracer.state

@@ -1,0 +1,232 @@
+"""IR for the DSL's built-in functions (`dsl.barrier`, shuffles, math, atomics, ...).
+
+`IMPLS` maps each user-facing object of `dsl.language.intrinsics` to a function
+`(tracer, args, kwargs) -> value` that emits its ops at the current insertion point.
+Transcendentals use the `math` dialect; lowering links them against libdevice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import gpu, math, vector
+
+from dsl.frontend import arith as A
+from dsl.frontend import memory
+from dsl.frontend.values import DSLTypeError, Scalar, Vector, type_name
+from dsl.language import intrinsics as I
+from dsl.language.types import DType, i32
+
+_DIM = {"x": gpu.Dimension.x, "y": gpu.Dimension.y, "z": gpu.Dimension.z}
+
+
+def _index_to_i32(v: Any) -> Scalar:
+    from mlir.dialects import arith
+
+    return Scalar(arith.index_castui(i32.mlir_type(), v), i32)
+
+
+def dim3(tracer: Any, which: str, axis: str) -> Scalar:
+    """`thread_idx.x` and friends as i32; `block_dim` folds to the known block size."""
+    if which == "block_dim" and tracer.block is not None:
+        return A.constant(tracer.block["xyz".index(axis)], i32)
+    builder = {"thread_idx": gpu.thread_id, "block_idx": gpu.block_id,
+               "block_dim": gpu.block_dim, "grid_dim": gpu.grid_dim}[which]
+    return _index_to_i32(builder(_DIM[axis]))
+
+
+def _float(name: str, *values: Any) -> tuple[list[Any], DType]:
+    if any(isinstance(v, Vector) for v in values) and len(values) == 1:
+        v = values[0]
+        if not v.dtype.is_float:
+            raise DSLTypeError(f"dsl.{name} needs float values, got {type_name(v)}")
+        return [v], v.dtype
+    vals = list(values)
+    if len(vals) == 1:
+        v = vals[0]
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            v = A.to_scalar(float(v))
+        if not isinstance(v, Scalar | Vector) or not v.dtype.is_float:
+            raise DSLTypeError(f"dsl.{name} needs a float value, got {type_name(vals[0])}; cast it first")
+        return [v], v.dtype
+    acc = vals[0]
+    for other in vals[1:]:
+        acc, _, _ = A.common(acc, other, name)
+    converted = [A.common(acc, v, name)[1] for v in vals]
+    ty = converted[0].dtype
+    if not ty.is_float:
+        raise DSLTypeError(f"dsl.{name} needs float values, got {ty.name}")
+    return converted, ty
+
+
+def _wrap(like: Any, value: Any, dtype: DType) -> Any:
+    return Vector(value, dtype, like.width) if isinstance(like, Vector) else Scalar(value, dtype)
+
+
+def _unary_math(name: str, op: Any) -> Any:
+    def impl(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if len(args) != 1 or kwargs:
+            raise DSLTypeError(f"dsl.{name} takes one argument")
+        (v,), ty = _float(name, args[0])
+        return _wrap(v, op(v.value), ty)
+
+    return impl
+
+
+def _fma(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if len(args) != 3:
+        raise DSLTypeError("dsl.fma takes three arguments")
+    (a, b, c), ty = _float("fma", *args)
+    return _wrap(a, math.fma(a.value, b.value, c.value), ty)
+
+
+def _minmax(kind: str) -> Any:
+    def impl(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        from mlir.dialects import arith
+
+        if len(args) < 2:
+            raise DSLTypeError(f"dsl.{kind} takes at least two arguments")
+        acc = args[0]
+        for other in args[1:]:
+            x, y, ty = A.common(acc, other, kind)
+            if ty.is_float:
+                fn = arith.minimumf if kind == "min" else arith.maximumf
+            elif ty.is_bool:
+                raise DSLTypeError(f"dsl.{kind} on bool values")
+            elif ty.is_signed:
+                fn = arith.minsi if kind == "min" else arith.maxsi
+            else:
+                fn = arith.minui if kind == "min" else arith.maxui
+            acc = _wrap(x, fn(x.value, y.value), ty)
+        return acc
+
+    return impl
+
+
+def _abs(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    (v,) = args
+    v = A.to_scalar(v) if not isinstance(v, Scalar | Vector) else v
+    if v.dtype.is_float:
+        return _wrap(v, math.absf(v.value), v.dtype)
+    if v.dtype.is_signed:
+        return _wrap(v, math.absi(v.value), v.dtype)
+    return v
+
+
+def _shuffle(mode: str) -> Any:
+    def impl(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if len(args) < 2:
+            raise DSLTypeError(f"dsl.shfl_{mode} takes a value and a lane offset")
+        value, offset = args[0], args[1]
+        width = args[2] if len(args) > 2 else kwargs.get("width", 32)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = A.to_scalar(value)
+        if not isinstance(value, Scalar) or value.dtype.bits != 32:
+            raise DSLTypeError(f"shuffles move 32-bit scalars (i32, u32, f32), got {type_name(value)}")
+        if isinstance(width, int) and (width < 1 or width > 32 or width & (width - 1)):
+            raise DSLTypeError(f"shuffle width must be a power of two from 1 to 32, not {width}")
+        off = A.cast(A.to_scalar(offset, i32), i32)
+        wid = A.cast(A.to_scalar(width, i32), i32)
+        op = gpu.ShuffleOp(value.value, off.value, wid.value, getattr(gpu.ShuffleMode, mode.upper()))
+        return Scalar(op.results[0], value.dtype)
+
+    return impl
+
+
+def _barrier(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    if args or kwargs:
+        raise DSLTypeError("dsl.barrier() takes no arguments")
+    gpu.barrier()
+
+
+def _lane_id(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Scalar:
+    return _index_to_i32(gpu.lane_id())
+
+
+def _printf(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    if not args or not isinstance(args[0], str):
+        raise DSLTypeError("dsl.printf needs a format string literal first")
+    values = []
+    for a in args[1:]:
+        v = A.to_scalar(a) if not isinstance(a, Scalar) else a
+        if not isinstance(v, Scalar):
+            raise DSLTypeError(f"dsl.printf cannot print {type_name(a)}")
+        if v.dtype.is_float and v.dtype.bits < 64:
+            v = A.cast(v, DType("f64", "float", 64))  # C varargs promote floats to double
+        values.append(v.value)
+    gpu.printf(args[0], values)
+
+
+def _cast(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if len(args) != 2 or not isinstance(args[1], DType):
+        raise DSLTypeError("dsl.cast(value, dtype) needs a DSL scalar type second")
+    return A.cast(args[0], args[1])
+
+
+def _vector(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Vector:
+    if len(args) not in (2, 4, 8, 16):
+        raise DSLTypeError("dsl.vector takes 2, 4, 8 or 16 scalars")
+    first = next((a for a in args if isinstance(a, Scalar)), None)
+    dtype = first.dtype if first else A.literal_type(args[0])
+    scalars = [A.to_scalar(a, dtype) for a in args]
+    if any(s.dtype != dtype for s in scalars):
+        raise DSLTypeError("dsl.vector needs scalars of one type")
+    ty = ir.VectorType.get([len(args)], dtype.mlir_type())
+    return Vector(vector.from_elements(ty, [s.value for s in scalars]), dtype, len(args))
+
+
+def _cdiv(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    a, b = args
+    return A.binary("FloorDiv", A.binary("Sub", A.binary("Add", a, b), 1), b)
+
+
+def _atomic(kind: str) -> Any:
+    def impl(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Scalar:
+        if len(args) != 3:
+            raise DSLTypeError(f"dsl.atomic_{kind}(ref, index, value) takes three arguments")
+        return memory.atomic(kind, *args)
+
+    return impl
+
+
+def _atomic_cas(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Scalar:
+    if len(args) != 4:
+        raise DSLTypeError("dsl.atomic_cas(ref, index, compare, value) takes four arguments")
+    return memory.atomic_cas(*args)
+
+
+def _shared_allocator(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    return tracer.make_allocator(*args, **kwargs)
+
+
+IMPLS: dict[Any, Any] = {
+    I.exp: _unary_math("exp", math.exp),
+    I.log: _unary_math("log", math.log),
+    I.sqrt: _unary_math("sqrt", math.sqrt),
+    I.rsqrt: _unary_math("rsqrt", math.rsqrt),
+    I.sin: _unary_math("sin", math.sin),
+    I.cos: _unary_math("cos", math.cos),
+    I.tanh: _unary_math("tanh", math.tanh),
+    I.floor: _unary_math("floor", math.floor),
+    I.ceil: _unary_math("ceil", math.ceil),
+    I.fma: _fma,
+    I.minimum: _minmax("min"),
+    I.maximum: _minmax("max"),
+    I.abs_: _abs,
+    I.shfl_xor: _shuffle("xor"),
+    I.shfl_down: _shuffle("down"),
+    I.shfl_up: _shuffle("up"),
+    I.shfl_idx: _shuffle("idx"),
+    I.barrier: _barrier,
+    I.lane_id: _lane_id,
+    I.printf: _printf,
+    I.cast: _cast,
+    I.vector: _vector,
+    I.cdiv: _cdiv,
+    I.atomic_add: _atomic("add"),
+    I.atomic_min: _atomic("min"),
+    I.atomic_max: _atomic("max"),
+    I.atomic_cas: _atomic_cas,
+    I.SharedAllocator: _shared_allocator,
+}

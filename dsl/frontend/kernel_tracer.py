@@ -1,0 +1,283 @@
+"""Device code: a `@kernel` function traced into one specialized `gpu.func`.
+
+A specialization fixes each tensor parameter's dtype and rank, each scalar's type, each
+`Constexpr` value and (when the launch gives a static one) the block size, which becomes
+the function's `known_block_size` and lets `block_dim` fold to constants. Tensor
+parameters are passed flattened: pointer, shape (i32 each), outer strides (i32 each).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import gpu, llvm
+
+from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceRange
+from dsl.frontend import memory
+from dsl.frontend.intrinsic_ops import IMPLS, dim3
+from dsl.frontend.source import FunctionSource, location
+from dsl.frontend.tracer import Frame, Tracer, closure_vars
+from dsl.frontend.values import (
+    BoundMethod,
+    DSLTypeError,
+    Scalar,
+    ShapeView,
+    SharedAllocatorState,
+    SharedArray,
+    TensorRef,
+    type_name,
+)
+from dsl.language import intrinsics as I
+from dsl.language.types import DType, i32
+
+DYNAMIC_SMEM_SYMBOL = "__kdsl_dynamic_smem"
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter of a specialization: `kind` is 'tensor', 'scalar' or 'constexpr'."""
+
+    name: str
+    kind: str
+    dtype: DType | None = None
+    rank: int = 0
+    value: Any = None
+
+    def key(self) -> tuple:
+        value = self.value if self.kind == "constexpr" else None
+        try:
+            hash(value)
+        except TypeError:
+            value = repr(value)
+        return (self.name, self.kind, self.dtype, self.rank, value)
+
+    def flat_types(self) -> list[tuple[str, Any]]:
+        """(launcher type code, MLIR type) for each kernel argument this parameter becomes."""
+        if self.kind == "tensor":
+            return [("ptr", memory.ptr_type(1))] + [("i32", i32.mlir_type())] * (2 * self.rank - 1)
+        if self.kind == "scalar":
+            return [(self.dtype.name, self.dtype.mlir_type())]
+        return []
+
+
+@dataclass
+class TracedKernel:
+    symbol: str
+    source_name: str
+    params: list[ParamSpec]
+    block: tuple[int, int, int] | None
+    static_smem: int
+    dynamic_smem: int
+    def_range: SourceRange
+
+
+def flatten_params(params: list[ParamSpec]) -> list[tuple[str, Any]]:
+    return [t for p in params for t in p.flat_types()]
+
+
+class KernelTracer(Tracer):
+    mode = "kernel"
+
+    def __init__(self, sink: DiagnosticSink, target: Any, module_ip: Any, symbol: str,
+                 block: tuple[int, int, int] | None):
+        super().__init__(sink)
+        self.target = target
+        self.module_ip = module_ip  # where shared-memory globals go
+        self.symbol = symbol
+        self.block = block
+        self.allocator: SharedAllocatorState | None = None
+        self.static_smem = 0
+        self.dynamic_smem = 0
+        self._smem_count = 0
+        self.declare_dynamic_smem: Any = lambda: None  # set by the compiler: one global per module
+
+    # ----- intrinsics and attributes ----------------------------------------------------
+    def is_intrinsic(self, fn: Any) -> bool:
+        try:
+            return fn in IMPLS
+        except TypeError:
+            return False
+
+    def call_intrinsic(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if fn is I.SharedAllocator:
+            self.allocator_node = node
+        return IMPLS[fn](self, args, kwargs)
+
+    def get_attribute(self, node: ast.Attribute, base: Any, attr: str) -> Any:
+        if isinstance(base, I.Dim3):
+            if attr not in ("x", "y", "z"):
+                raise DSLTypeError(f"dsl.{base.name} has axes x, y and z, not '{attr}'")
+            return dim3(self, base.name, attr)
+        if isinstance(base, TensorRef):
+            if attr == "shape":
+                return ShapeView(list(base.shape), f"{base.name}.shape")
+            if attr == "strides":
+                return ShapeView(list(base.strides), f"{base.name}.strides")
+            if attr == "dtype":
+                return base.dtype
+            if attr == "rank":
+                return base.rank
+            if attr in ("vload", "vstore"):
+                return BoundMethod(attr, base)
+            raise DSLTypeError(f"tensor '{base.name}' has no attribute '{attr}'")
+        if isinstance(base, SharedArray):
+            if attr == "shape":
+                return base.shape
+            if attr == "dtype":
+                return base.dtype
+            if attr in ("vload", "vstore"):
+                return BoundMethod(attr, base)
+            raise DSLTypeError(f"shared array has no attribute '{attr}'")
+        if isinstance(base, SharedAllocatorState):
+            if attr == "array":
+                return BoundMethod("array", base)
+            raise DSLTypeError(f"SharedAllocator has no attribute '{attr}'")
+        from dsl.language.decorators import KernelFunction
+
+        if isinstance(base, KernelFunction):
+            raise DSLTypeError(f"kernel '{base.kernel_name}' cannot be used inside another kernel")
+        return super().get_attribute(node, base, attr)
+
+    def call(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        from dsl.language.decorators import JitFunction, KernelFunction
+
+        if isinstance(fn, BoundMethod):
+            if fn.name == "vload":
+                return memory.vload(fn.receiver, args[0], args[1] if len(args) > 1 else kwargs.get("width", 4))
+            if fn.name == "vstore":
+                memory.vstore(fn.receiver, args[0], args[1])
+                return None
+            if fn.name == "array":
+                return self.allocate(node, fn.receiver, *args, **kwargs)
+        if isinstance(fn, KernelFunction):
+            raise self.fail("DSL304", node, f"kernel '{fn.kernel_name}' called inside a kernel; "
+                            "kernels are launched from @jit functions")
+        if isinstance(fn, JitFunction):
+            raise self.fail("DSL302", node, "a @jit function cannot be called from a kernel")
+        return super().call(node, fn, args, kwargs)
+
+    def subscript(self, node: ast.Subscript, base: Any, index: Any) -> Any:
+        if isinstance(base, TensorRef | SharedArray):
+            return memory.load(base, index)
+        return super().subscript(node, base, index)
+
+    def store_subscript(self, target: ast.Subscript, value: Any) -> None:
+        base = self.eval(target.value)
+        index = self.eval(target.slice)
+        if not isinstance(base, TensorRef | SharedArray):
+            raise self.fail("DSL301", target, f"cannot assign into {type_name(base)}")
+        with self.loc(target):
+            self.wrap(target, lambda: memory.store(base, index, value))
+
+    # ----- shared memory ----------------------------------------------------------------
+    def make_allocator(self, dynamic: bool = False) -> SharedAllocatorState:
+        if self.allocator is not None:
+            raise DSLTypeError("a kernel has one SharedAllocator; allocate every array from it")
+        self.allocator = SharedAllocatorState(bool(dynamic), node=getattr(self, "allocator_node", None))
+        return self.allocator
+
+    def allocate(self, node: ast.Call, alloc: SharedAllocatorState, dtype: Any, shape: Any,
+                 align: int = 16) -> SharedArray:
+        if not isinstance(dtype, DType):
+            raise DSLTypeError(f"SharedAllocator.array needs a DSL scalar type, got {type_name(dtype)}")
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
+            raise DSLTypeError(f"shared array shape must be positive compile-time ints, got {shape!r}")
+        array = SharedArray(None, dtype, shape)
+        nbytes = array.nbytes
+        if alloc.dynamic:
+            offset = -(-alloc.dynamic_bytes // align) * align
+            alloc.dynamic_bytes = offset + nbytes
+            self.dynamic_smem = alloc.dynamic_bytes
+            self.declare_dynamic_smem()
+            base = llvm.mlir_addressof(memory.ptr_type(3), DYNAMIC_SMEM_SYMBOL)
+            if offset:
+                i8 = ir.IntegerType.get_signless(8)
+                base = llvm.getelementptr(memory.ptr_type(3), base, [], [offset], i8, memory.INBOUNDS)
+            array.ptr = base
+            limit = self.target.max_smem_per_block
+            if alloc.dynamic_bytes > limit:
+                raise self.fail("DSL206", node, f"dynamic shared memory reaches {alloc.dynamic_bytes} bytes; "
+                                f"{self.target.name} allows {limit} bytes per block")
+        else:
+            name = f"__smem_{self.symbol}_{self._smem_count}"
+            self._smem_count += 1
+            count = nbytes // dtype.nbytes
+            array_type = ir.Type.parse(f"!llvm.array<{count} x {dtype.mlir_type()}>")
+            with self.module_ip, location(self.range(node)):
+                llvm.GlobalOp(array_type, name, ir.Attribute.parse("#llvm.linkage<internal>"),
+                              alignment=align, addr_space=3)
+            array.ptr = llvm.mlir_addressof(memory.ptr_type(3), name)
+            self.static_smem += nbytes
+            alloc.static_bytes += nbytes
+            limit = self.target.static_smem_per_block
+            if self.static_smem > limit:
+                raise self.fail("DSL206", node, f"static shared memory reaches {self.static_smem} bytes; "
+                                f"{self.target.name} allows {limit} bytes of static shared memory per block "
+                                "(use SharedAllocator(dynamic=True) for up to "
+                                f"{self.target.max_smem_per_block} bytes)")
+        return array
+
+
+def ensure_dynamic_smem_global(module_ip: Any) -> None:
+    with module_ip, ir.Location.unknown():
+        llvm.GlobalOp(ir.Type.parse("!llvm.array<0 x i8>"), DYNAMIC_SMEM_SYMBOL,
+                      ir.Attribute.parse("#llvm.linkage<external>"), alignment=16, addr_space=3)
+
+
+def trace_kernel(
+    kfn: Any,
+    src: FunctionSource,
+    params: list[ParamSpec],
+    block: tuple[int, int, int] | None,
+    symbol: str,
+    module_ip: Any,
+    target: Any,
+    sink: DiagnosticSink,
+    declare_dynamic_smem: Any,
+) -> TracedKernel | None:
+    """Emits one `gpu.func` for `kfn` at `module_ip`; returns None when tracing failed."""
+    file, node = src.file, src.node
+    def_range = file.def_name_range(node)
+    flat = flatten_params(params)
+    fn_type = ir.FunctionType.get([t for _, t in flat], [])
+    with location(file.range_of(node)):
+        with module_ip:
+            func = gpu.GPUFuncOp(ir.TypeAttr.get(fn_type), sym_name=symbol, kernel=True,
+                                 known_block_size=list(block) if block else None)
+        entry = func.body.blocks.append(*fn_type.inputs)
+    env: dict[str, Any] = {}
+    args = iter(entry.arguments)
+    for p in params:
+        if p.kind == "tensor":
+            ptr = next(args)
+            shape = [Scalar(next(args), i32) for _ in range(p.rank)]
+            strides: list[Any] = [Scalar(next(args), i32) for _ in range(p.rank - 1)] + [1]
+            env[p.name] = TensorRef(p.name, ptr, p.dtype, p.rank, shape, strides)
+        elif p.kind == "scalar":
+            env[p.name] = Scalar(next(args), p.dtype)
+        else:
+            env[p.name] = p.value
+    tracer = KernelTracer(sink, target, module_ip, symbol, block)
+    tracer.declare_dynamic_smem = declare_dynamic_smem
+    fn = kfn.fn
+    tracer.frames.append(Frame(file, env, {**fn.__globals__, **closure_vars(fn)}))
+    ok = True
+    with ir.InsertionPoint(entry), location(file.range_of(node)):
+        try:
+            tracer.run_recovering(node.body)
+            if tracer.frame.env.get("__return__") is not None:
+                raise DiagnosticError(Diagnostic.make("DSL301", "kernels return nothing; write results into a "
+                                                      "tensor argument", def_range))
+        except DiagnosticError as err:
+            sink.add(err.diagnostic)
+            ok = False
+        gpu.return_([])
+    if not ok or tracer.failed:
+        func.operation.erase()
+        return None
+    return TracedKernel(symbol, kfn.kernel_name, params, block, tracer.static_smem,
+                        tracer.dynamic_smem, def_range)

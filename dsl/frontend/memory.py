@@ -1,0 +1,151 @@
+"""Global and shared memory: element addresses, loads, stores, vector accesses, atomics.
+
+Tensors are a base pointer plus dynamic shape and outer strides; the innermost stride is
+the constant 1, so `x[i]` is one `getelementptr` and consecutive threads touch
+consecutive addresses (coalesced). Shared arrays have static shapes, so their strides are
+constants and static indices are bounds-checked while tracing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import llvm
+
+from dsl.frontend import arith as A
+from dsl.frontend.values import DSLTypeError, Scalar, SharedArray, TensorRef, Vector, type_name
+from dsl.language.types import i32, i64
+
+GEP_DYNAMIC = -2147483648  # llvm.getelementptr's marker for "index comes from an operand"
+INBOUNDS = 3  # GEPNoWrapFlags: inbounds | nusw
+
+
+def ptr_type(address_space: int) -> Any:
+    return ir.Type.parse(f"!llvm.ptr<{address_space}>")
+
+
+def _indices(ref: Any, index: Any) -> list[Any]:
+    items = list(index) if isinstance(index, tuple | list) else [index]
+    if len(items) != len(ref.shape):
+        raise DSLTypeError(
+            f"{type_name(ref)} indexed with {len(items)} index{'es' if len(items) != 1 else ''}; "
+            f"it has rank {len(ref.shape)}"
+        )
+    for k, item in enumerate(items):
+        if isinstance(item, bool) or not isinstance(item, int | Scalar):
+            raise DSLTypeError(f"index {k} is {type_name(item)}; indices must be integers")
+        if isinstance(item, Scalar) and not item.dtype.is_int:
+            raise DSLTypeError(f"index {k} has type {item.dtype.name}; indices must be integers")
+        if isinstance(item, int):
+            if item < 0:
+                raise DSLTypeError(f"negative index {item} (index {k}); DSL tensors do not wrap around")
+            if isinstance(ref, SharedArray) and item >= ref.shape[k]:
+                raise DSLTypeError(f"index {item} out of range for dimension {k} of size {ref.shape[k]}")
+    return items
+
+
+def element_offset(ref: Any, index: Any) -> Scalar | int:
+    """The flat element offset of `ref[index]`: Σ index_k * stride_k, folded where static."""
+    items = _indices(ref, index)
+    strides = ref.strides
+    wide = any(isinstance(x, Scalar) and x.dtype.bits == 64 for x in items)
+    dtype = i64 if wide else i32
+    offset: Any = 0
+    for item, stride in zip(items, strides):
+        if isinstance(item, Scalar) and item.dtype != dtype:
+            item = A.cast(item, dtype)
+        term = A.binary("Mult", item, stride) if not (isinstance(stride, int) and stride == 1) else item
+        offset = A.binary("Add", offset, term) if not (isinstance(offset, int) and offset == 0) else term
+    return offset
+
+
+def address(ref: Any, index: Any) -> Any:
+    offset = element_offset(ref, index)
+    space = ref.address_space if isinstance(ref, TensorRef) else 3
+    if isinstance(offset, int):
+        if offset == 0:
+            return ref.ptr
+        offset = A.constant(offset, i32)
+    return llvm.getelementptr(ptr_type(space), ref.ptr, [offset.value], [GEP_DYNAMIC],
+                              ref.dtype.mlir_type(), INBOUNDS)
+
+
+def load(ref: Any, index: Any) -> Scalar:
+    return Scalar(llvm.load(ref.dtype.mlir_type(), address(ref, index)), ref.dtype)
+
+
+def store(ref: Any, index: Any, value: Any) -> None:
+    if isinstance(value, Vector):
+        raise DSLTypeError("storing a vector into one element; use .vstore(index, vector)")
+    if isinstance(value, bool | int | float):
+        value = A.to_scalar(value, ref.dtype)
+    if not isinstance(value, Scalar):
+        raise DSLTypeError(f"cannot store {type_name(value)} into {type_name(ref)}")
+    if value.dtype != ref.dtype:
+        raise DSLTypeError(
+            f"storing {value.dtype.name} into {type_name(ref)}; cast with dsl.cast(value, dsl.{ref.dtype.name})"
+        )
+    llvm.store(value.value, address(ref, index))
+
+
+def _vector_width(ref: Any, width: Any) -> int:
+    if not isinstance(width, int) or width not in (2, 4, 8, 16):
+        raise DSLTypeError(f"vector width must be a compile-time 2, 4, 8 or 16, not {width!r}")
+    if width * ref.dtype.nbytes > 16:
+        raise DSLTypeError(
+            f"{width} x {ref.dtype.name} is {width * ref.dtype.nbytes * 8} bits; vector accesses are at most 128 bits"
+        )
+    return width
+
+
+def vload(ref: Any, index: Any, width: Any) -> Vector:
+    """A `width`-element vector load; the index must be a multiple of `width` (aligned)."""
+    width = _vector_width(ref, width)
+    ty = ir.VectorType.get([width], ref.dtype.mlir_type())
+    value = llvm.load(ty, address(ref, index), alignment=width * ref.dtype.nbytes)
+    return Vector(value, ref.dtype, width)
+
+
+def vstore(ref: Any, index: Any, value: Any) -> None:
+    if not isinstance(value, Vector):
+        raise DSLTypeError(f"vstore needs a vector value, got {type_name(value)}")
+    if value.dtype != ref.dtype:
+        raise DSLTypeError(f"storing vector of {value.dtype.name} into {type_name(ref)}")
+    _vector_width(ref, value.width)
+    llvm.store(value.value, address(ref, index), alignment=value.width * ref.dtype.nbytes)
+
+
+_RMW = {
+    ("add", "float"): "fadd", ("add", "int"): "add", ("add", "uint"): "add",
+    ("min", "int"): "min", ("min", "uint"): "umin", ("max", "int"): "max", ("max", "uint"): "umax",
+}
+
+
+def atomic(kind: str, ref: Any, index: Any, value: Any) -> Scalar:
+    if not isinstance(ref, TensorRef | SharedArray):
+        raise DSLTypeError(f"atomics need a tensor or shared array, got {type_name(ref)}")
+    value = A.to_scalar(value, ref.dtype)
+    if value.dtype != ref.dtype:
+        raise DSLTypeError(f"atomic_{kind} of {value.dtype.name} on {type_name(ref)}")
+    op = _RMW.get((kind, ref.dtype.kind))
+    if op is None:
+        raise DSLTypeError(f"atomic_{kind} is not supported for {ref.dtype.name}")
+    if ref.dtype.bits not in (32, 64):
+        raise DSLTypeError(f"atomics need 32- or 64-bit elements, not {ref.dtype.name}")
+    bin_op = getattr(llvm.AtomicBinOp, op)
+    result = llvm.AtomicRMWOp(bin_op, address(ref, index), value.value, llvm.AtomicOrdering.monotonic)
+    return Scalar(result.result, ref.dtype)
+
+
+def atomic_cas(ref: Any, index: Any, compare: Any, value: Any) -> Scalar:
+    if not isinstance(ref, TensorRef | SharedArray) or not ref.dtype.is_int or ref.dtype.bits not in (32, 64):
+        raise DSLTypeError("atomic_cas needs a tensor or shared array of 32- or 64-bit integers")
+    cmp = A.to_scalar(compare, ref.dtype)
+    new = A.to_scalar(value, ref.dtype)
+    if cmp.dtype != ref.dtype or new.dtype != ref.dtype:
+        raise DSLTypeError(f"atomic_cas operands must be {ref.dtype.name}")
+    order = llvm.AtomicOrdering.monotonic
+    pair = llvm.AtomicCmpXchgOp(address(ref, index), cmp.value, new.value, order, order)
+    old = llvm.extractvalue(ref.dtype.mlir_type(), pair.result, [0])
+    return Scalar(old, ref.dtype)

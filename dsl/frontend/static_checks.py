@@ -1,0 +1,232 @@
+"""Checks that need only the AST: the editor's instant tier and `kdsl lint --no-exec`.
+
+They never run user code. The compiler reuses the same functions for the same checks, so
+a mistake found in both tiers produces the identical diagnostic (and is shown once).
+Messages follow the wording kernel authors know from FlyDSL.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from dsl.compiler.targets import get_target
+from dsl.diagnostics import Diagnostic, Fix, Related, SourceRange, TextEdit
+from dsl.frontend.source import SourceFile
+
+DSL_TYPE_NAMES = {
+    "Tensor", "Constexpr", "TensorSpec", "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16",
+    "Uint32", "Uint64", "Float16", "BFloat16", "Float32", "Float64", "Index", "boolean", "i8", "i16", "i32",
+    "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "index",
+}
+NOT_DSL_TYPES = {"int", "float", "bool", "str", "list", "dict", "tuple", "bytes", "object", "complex"}
+
+
+def annotation_mismatch_message(context: str, name: str, annotated: str, actual: str) -> str:
+    return (f"{context} parameter '{name}' is annotated as '{annotated}', but the argument resolves to "
+            f"'{actual}'. The annotation is not enforced; the actual value type is used.")
+
+
+def not_dsl_type_message(context: str, name: str, annotation: str) -> str:
+    return f"{context} parameter '{name}' is annotated as '{annotation}', which is not a DSL value type."
+
+
+def contract_message(kernel: str, axis: int, launched: int, declared: int) -> str:
+    label = "xyz"[axis]
+    return (f"launch block {label}={launched} differs from known_block_size {label}={declared} declared on "
+            f"kernel '{kernel}'.")
+
+
+def decorator_info(fn: ast.FunctionDef) -> tuple[str | None, ast.expr | None, ast.expr | None]:
+    """('kernel' | 'jit' | None, the decorator node, its known_block_size value node)."""
+    for dec in fn.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+        if name in ("kernel", "jit"):
+            kbs = None
+            if isinstance(dec, ast.Call):
+                kbs = next((kw.value for kw in dec.keywords if kw.arg == "known_block_size"), None)
+            return name, dec, kbs
+    return None, None, None
+
+
+def check_known_block_size(file: SourceFile, fn: ast.FunctionDef, value: Any
+                           ) -> tuple[Diagnostic | None, SourceRange | None]:
+    """DSL201 for a malformed contract; also returns the range of the decorator value."""
+    _, dec, node = decorator_info(fn)
+    rng = file.range_of(node) if node is not None else (file.range_of(dec) if dec is not None
+                                                         else file.def_name_range(fn))
+    message = _known_block_size_problem(value)
+    if message is None:
+        return None, rng
+    return Diagnostic.make("DSL201", message, rng, fixes=_kbs_fixes(value, rng)), rng
+
+
+def _known_block_size_problem(value: Any) -> str | None:
+    try:
+        elems = list(value)
+    except TypeError:
+        return f"known_block_size must be a sequence of 3 positive integers, got {type(value).__name__}"
+    if len(elems) != 3:
+        return f"known_block_size must have exactly 3 elements (x, y, z), got {len(elems)}"
+    for i, v in enumerate(elems):
+        if isinstance(v, bool) or not isinstance(v, int):
+            return f"known_block_size[{i}] must be an int, got {type(v).__name__}"
+        if v <= 0:
+            return f"known_block_size[{i}] must be positive, got {v}"
+    return None
+
+
+def _kbs_fixes(value: Any, rng: SourceRange) -> list[Fix]:
+    try:
+        elems = [int(v) for v in list(value) if not isinstance(v, bool)]
+    except (TypeError, ValueError):
+        return []
+    elems = [max(1, v) for v in elems][:3]
+    elems += [1] * (3 - len(elems))
+    if elems[0] * elems[1] * elems[2] > 1024:
+        return []
+    return [Fix(f"Use known_block_size={elems}", (TextEdit(rng, str(elems)),))]
+
+
+def _literal(node: ast.expr | None) -> Any:
+    if node is None:
+        return None
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        return None
+
+
+def _dim3(value: Any) -> tuple[int, int, int] | None:
+    items = list(value) if isinstance(value, tuple | list) else [value]
+    if not 1 <= len(items) <= 3 or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        return None
+    items += [1] * (3 - len(items))
+    return tuple(items)  # type: ignore[return-value]
+
+
+def contract_diagnostic(kernel: str, block: tuple[int, int, int], known: tuple[int, int, int],
+                        block_range: SourceRange, known_range: SourceRange | None, block_is_scalar: bool
+                        ) -> Diagnostic:
+    """DSL202 with the seed's message, the decorator as related information and both fixes."""
+    axis = next(i for i in range(3) if block[i] != known[i])
+    literal = str(known[0]) if block_is_scalar and known[1:] == (1, 1) else f"({known[0]}, {known[1]}, {known[2]})"
+    fixes = [Fix(f"Launch with block={literal}", (TextEdit(block_range, literal),))]
+    related = []
+    if known_range is not None:
+        fixes.append(Fix(f"Change known_block_size to {list(block)}",
+                         (TextEdit(known_range, f"[{block[0]}, {block[1]}, {block[2]}]"),)))
+        related.append(Related(known_range, f"known_block_size={list(known)} declared here"))
+    return Diagnostic.make("DSL202", contract_message(kernel, axis, block[axis], known[axis]), block_range,
+                           related=related, fixes=fixes)
+
+
+def block_limit_diagnostic(block: tuple[int, int, int], target_name: str | None, rng: SourceRange
+                           ) -> Diagnostic | None:
+    target = get_target(target_name)
+    threads = block[0] * block[1] * block[2]
+    if threads <= target.max_threads_per_block and all(
+            1 <= b <= m for b, m in zip(block, target.max_block_dims)):
+        return None
+    return Diagnostic.make(
+        "DSL203", f"block {list(block)} ({threads} threads) exceeds {target.name} limits: at most "
+        f"{target.max_threads_per_block} threads and {list(target.max_block_dims)} per dimension", rng)
+
+
+def static_checks(source: str, path: str, target: str | None = None) -> list[Diagnostic]:
+    """Every check that needs no execution, for one file's text; never raises."""
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as err:
+        line = err.lineno or 1
+        col = max((err.offset or 1) - 1, 0)
+        end_line = err.end_lineno or line
+        end_col = max((err.end_offset or (col + 2)) - 1, col + 1) if end_line == line else (err.end_offset or 1) - 1
+        return [Diagnostic.make("DSL003", f"syntax error: {err.msg}", SourceRange(path, line, col, end_line, end_col))]
+    file = SourceFile(path, source, tree)
+    out: list[Diagnostic] = []
+    kernels: dict[str, tuple[tuple[int, int, int] | None, SourceRange | None]] = {}
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    for fn in functions:
+        kind, dec, kbs_node = decorator_info(fn)
+        if kind is None:
+            continue
+        context = "@kernel" if kind == "kernel" else "@jit"
+        for arg in fn.args.args + fn.args.kwonlyargs:
+            if arg.annotation is not None and _is_not_dsl_type(arg.annotation):
+                out.append(Diagnostic.make("DSL102", not_dsl_type_message(
+                    context, arg.arg, ast.unparse(arg.annotation)), file.range_of(arg.annotation)))
+        if kind == "kernel":
+            name = _kernel_name(dec) or fn.name
+            known = None
+            if kbs_node is not None:
+                value = _literal(kbs_node)
+                if value is not None or isinstance(kbs_node, ast.List | ast.Tuple | ast.Constant):
+                    diag, rng = check_known_block_size(file, fn, value)
+                    if diag is not None:
+                        out.append(diag)
+                    else:
+                        known = tuple(value)
+                    kernels[fn.name] = (known, rng)  # type: ignore[assignment]
+                    continue
+            kernels[fn.name] = (None, None)
+            del name
+    for fn in functions:
+        kind, _, _ = decorator_info(fn)
+        if kind != "jit":
+            continue
+        for node in ast.walk(fn):
+            launch = _launch_call(node)
+            if launch is None:
+                continue
+            callee, block_node = launch
+            block = _dim3(_literal(block_node))
+            if block is None:
+                continue
+            rng = file.range_of(block_node)
+            limit = block_limit_diagnostic(block, target, rng)
+            if limit is not None:
+                out.append(limit)
+                continue
+            known, known_range = kernels.get(callee, (None, None))
+            if known is not None and known != block:
+                out.append(contract_diagnostic(callee, block, known, rng, known_range,
+                                               isinstance(block_node, ast.Constant)))
+    return out
+
+
+def _kernel_name(dec: ast.expr | None) -> str | None:
+    if isinstance(dec, ast.Call):
+        for kw in dec.keywords:
+            if kw.arg == "name" and isinstance(kw.value, ast.Constant):
+                return kw.value.value
+    return None
+
+
+def _is_not_dsl_type(node: ast.expr) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in NOT_DSL_TYPES
+    if isinstance(node, ast.Subscript):
+        return _is_not_dsl_type(node.value)
+    if isinstance(node, ast.Attribute):
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and root.id in ("torch", "np", "numpy", "cupy", "cp", "jax", "jnp")
+    return False
+
+
+def _launch_call(node: ast.AST) -> tuple[str, ast.expr] | None:
+    """`kernel(...).launch(..., block=B)` -> ('kernel', B)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "launch"):
+        return None
+    inner = node.func.value
+    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)):
+        return None
+    block = next((kw.value for kw in node.keywords if kw.arg == "block"), None)
+    if block is None and len(node.args) > 1:
+        block = node.args[1]
+    if block is None:
+        return None
+    return inner.func.id, block

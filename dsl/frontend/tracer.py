@@ -1,0 +1,786 @@
+"""The tracer: walks a DSL function's Python AST and emits MLIR, op by op.
+
+Expressions evaluate to plain Python values when they are known at compile time and to
+`Scalar`/`Vector` values (MLIR SSA values) otherwise; statements on run-time conditions
+become `scf.if`, `scf.for` and `scf.while` with their carried values. Every op is built
+under the `FileLineColRange` location of the Python node that produced it; helper
+functions are traced inline with `callsite` locations.
+
+Why an AST walk rather than running the function with proxy objects: Python's `if`,
+`for` and `while` cannot be overloaded, every AST node knows its exact range, and
+unsupported constructs can be reported precisely (DSL302) instead of misbehaving.
+
+This base class knows the language; `KernelTracer` and `HostTracer` add what differs
+between device and host code (memory, intrinsics, launches).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import scf
+
+from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceRange
+from dsl.frontend import arith as A
+from dsl.frontend.control_flow import RETURN_NAME, assigned_names, fold_early_returns
+from dsl.frontend.source import SourceFile, function_source, location
+from dsl.frontend.values import (
+    BoundMethod,
+    DSLTypeError,
+    DSLUnsupported,
+    Scalar,
+    ShapeView,
+    Vector,
+    type_name,
+)
+from dsl.language import intrinsics as I
+from dsl.language.types import DType
+
+MAX_STATIC_ITERATIONS = 4096
+
+
+class _LoopSignal(Exception):
+    def __init__(self, node: ast.stmt):
+        self.node = node
+
+
+class _Break(_LoopSignal):
+    pass
+
+
+class _Continue(_LoopSignal):
+    pass
+
+
+class _Cascade(Exception):
+    """A name whose statement already failed was used: stay quiet, the first error says it."""
+
+
+POISON = object()  # what a name holds after the statement assigning it failed
+
+
+@dataclass
+class Frame:
+    """One function being traced: the kernel itself or an inlined helper."""
+
+    src: SourceFile
+    env: dict[str, Any]
+    globals: dict[str, Any]
+    call_loc: Any = None  # caller location for callsite nesting
+    undefined: dict[str, SourceRange] = field(default_factory=dict)  # DSL303 candidates
+    returned: bool = False
+
+
+def closure_vars(fn: types.FunctionType) -> dict[str, Any]:
+    names = fn.__code__.co_freevars
+    cells = fn.__closure__ or ()
+    out = {}
+    for name, cell in zip(names, cells):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            pass
+    return out
+
+
+class Tracer:
+    """Shared machinery: frames, locations, expressions and structured control flow."""
+
+    mode = "kernel"
+
+    def __init__(self, sink: DiagnosticSink):
+        self.sink = sink
+        self.frames: list[Frame] = []
+        self.failed = False
+
+    # ----- frames, ranges, locations ---------------------------------------------------
+    @property
+    def frame(self) -> Frame:
+        return self.frames[-1]
+
+    def range(self, node: ast.AST) -> SourceRange:
+        return self.frame.src.range_of(node)
+
+    def loc(self, node: ast.AST) -> Any:
+        loc = location(self.range(node))
+        for frame in reversed(self.frames):
+            if frame.call_loc is not None:
+                loc = ir.Location.callsite(loc, [frame.call_loc])
+                break
+        return loc
+
+    def fail(self, code: str, node: ast.AST, message: str, **kw: Any) -> DiagnosticError:
+        return DiagnosticError(Diagnostic.make(code, message, self.range(node), **kw))
+
+    def lookup(self, name: str, node: ast.AST) -> Any:
+        frame = self.frame
+        if name in frame.env:
+            value = frame.env[name]
+            if value is POISON:
+                raise _Cascade(name)
+            return value
+        if name in frame.undefined:
+            where = frame.undefined[name]
+            raise self.fail(
+                "DSL303", node,
+                f"'{name}' is defined on only one path of the dynamic control flow at line "
+                f"{where.line}; define it before the branch or loop",
+                related=[self._related(where, f"'{name}' is assigned here")],
+            )
+        if name in frame.globals:
+            return frame.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise self.fail("DSL301", node, f"name '{name}' is not defined")
+
+    @staticmethod
+    def _related(rng: SourceRange, message: str) -> Any:
+        from dsl.diagnostics import Related
+
+        return Related(rng, message)
+
+    # ----- statements -------------------------------------------------------------------
+    def run_block(self, stmts: list[ast.stmt]) -> None:
+        for stmt in fold_early_returns(stmts):
+            if self.frame.returned:
+                return
+            self.visit_stmt(stmt)
+
+    def run_recovering(self, stmts: list[ast.stmt]) -> None:
+        """Runs a function's top-level statements, reporting each failing one and going on.
+
+        A failed statement's names are poisoned so later uses stay quiet: one mistake is
+        reported once, and independent mistakes further down are reported too.
+        """
+        for stmt in fold_early_returns(stmts):
+            if self.frame.returned:
+                return
+            try:
+                self.visit_stmt(stmt)
+            except DiagnosticError as err:
+                self.sink.add(err.diagnostic)
+                self.failed = True
+                for name in assigned_names([stmt]):
+                    self.frame.env[name] = POISON
+            except _Cascade:
+                self.failed = True
+                for name in assigned_names([stmt]):
+                    self.frame.env[name] = POISON
+            except _LoopSignal as sig:
+                self.sink.add(Diagnostic.make("DSL302", "'break'/'continue' outside a loop", self.range(sig.node)))
+                self.failed = True
+
+    def visit_stmt(self, stmt: ast.stmt) -> None:
+        method = getattr(self, f"stmt_{type(stmt).__name__}", None)
+        if method is None:
+            raise self.fail("DSL302", stmt, f"'{_describe(stmt)}' is not supported in DSL functions")
+        with self.loc(stmt):
+            try:
+                method(stmt)
+            except (DSLTypeError, DSLUnsupported) as err:
+                code = "DSL301" if isinstance(err, DSLTypeError) else "DSL302"
+                raise self.fail(code, stmt, str(err)) from None
+
+    def stmt_Pass(self, stmt: ast.Pass) -> None:
+        pass
+
+    def stmt_Expr(self, stmt: ast.Expr) -> None:
+        if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            return  # a docstring
+        self.eval(stmt.value)
+
+    def stmt_Assign(self, stmt: ast.Assign) -> None:
+        value = self.eval(stmt.value)
+        for target in stmt.targets:
+            self.assign(target, value)
+
+    def stmt_AnnAssign(self, stmt: ast.AnnAssign) -> None:
+        if stmt.value is None:
+            return
+        value = self.eval(stmt.value)
+        annotation = self.eval(stmt.annotation)
+        if isinstance(annotation, DType):
+            value = self.wrap(stmt.value, lambda: A.cast(value, annotation))
+        self.assign(stmt.target, value)
+
+    def stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
+        op = type(stmt.op).__name__
+        if isinstance(stmt.target, ast.Name):
+            current = self.lookup(stmt.target.id, stmt.target)
+            self.assign(stmt.target, self.wrap(stmt, lambda: A.binary(op, current, self.eval(stmt.value))))
+            return
+        if isinstance(stmt.target, ast.Subscript):
+            load = ast.Subscript(stmt.target.value, stmt.target.slice, ast.Load())
+            ast.copy_location(load, stmt.target)
+            current = self.eval(load)
+            self.assign(stmt.target, self.wrap(stmt, lambda: A.binary(op, current, self.eval(stmt.value))))
+            return
+        raise self.fail("DSL302", stmt, "augmented assignment to this target is not supported")
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.frame.env[target.id] = value
+            self.frame.undefined.pop(target.id, None)
+        elif isinstance(target, ast.Tuple | ast.List):
+            if not isinstance(value, tuple | list) or len(value) != len(target.elts):
+                raise self.fail("DSL301", target, f"cannot unpack {type_name(value)} into {len(target.elts)} names")
+            for elt, item in zip(target.elts, value):
+                self.assign(elt, item)
+        elif isinstance(target, ast.Subscript):
+            self.store_subscript(target, value)
+        else:
+            raise self.fail("DSL302", target, f"assignment to '{_describe(target)}' is not supported")
+
+    def store_subscript(self, target: ast.Subscript, value: Any) -> None:
+        raise self.fail("DSL302", target, "item assignment is not supported here")
+
+    def stmt_Return(self, stmt: ast.Return) -> None:
+        if stmt.value is not None:
+            self.frame.env[RETURN_NAME] = self.eval(stmt.value)
+        self.frame.returned = True
+
+    def stmt_Assert(self, stmt: ast.Assert) -> None:
+        cond = self.eval(stmt.test)
+        if isinstance(cond, Scalar | Vector):
+            raise self.fail("DSL302", stmt, "assert on a run-time value is not supported; use dsl.const_expr")
+        if not cond:
+            msg = self.eval(stmt.msg) if stmt.msg else "assertion failed while tracing"
+            raise self.fail("DSL301", stmt, str(msg))
+
+    def stmt_Break(self, stmt: ast.Break) -> None:
+        raise _Break(stmt)
+
+    def stmt_Continue(self, stmt: ast.Continue) -> None:
+        raise _Continue(stmt)
+
+    # ----- if ---------------------------------------------------------------------------
+    def stmt_If(self, stmt: ast.If) -> None:
+        cond = self.eval(stmt.test)
+        if not isinstance(cond, Scalar | Vector):
+            self.run_block(stmt.body if cond else stmt.orelse)
+            return
+        cond = self.wrap(stmt.test, lambda: A.truth(cond))
+        if self.mode == "host":
+            raise self.fail("DSL302", stmt.test, "host control flow on run-time values is not supported; "
+                            "use Constexpr parameters or Python values")
+        self.dynamic_if(stmt, cond)
+
+    def dynamic_if(self, stmt: ast.If, cond: Scalar) -> None:
+        names = assigned_names(stmt.body + stmt.orelse)
+        frame = self.frame
+        before = dict(frame.env)
+        draft = scf.IfOp(cond.value, [], has_else=True)
+        branches = []
+        for block, body in ((draft.then_block, stmt.body), (draft.else_block, stmt.orelse)):
+            frame.env = dict(before)
+            frame.returned = False
+            with ir.InsertionPoint(block):
+                self.run_guarded(body, "an 'if' on a run-time condition")
+            branches.append((block, dict(frame.env)))
+        frame.returned = False
+        frame.env = before
+        merged = self.merge_branches(stmt, names, before, branches)
+        result_types = [v.value.type for _, (v, _) in merged]
+        has_else = bool(merged) or len(branches[1][0].operations) > 0
+        final = scf.IfOp(cond.value, result_types, has_else=has_else)
+        pairs = [(branches[0], final.then_block, 0)] + ([(branches[1], final.else_block, 1)] if has_else else [])
+        for (old, _), new, side in pairs:
+            for op in list(old.operations):
+                new.append(op)
+            with ir.InsertionPoint(new):
+                scf.yield_([pair[side].value for _, pair in merged])
+        draft.operation.erase()
+        for i, (name, (v, _)) in enumerate(merged):
+            result = final.results[i]
+            frame.env[name] = Vector(result, v.dtype, v.width) if isinstance(v, Vector) else Scalar(result, v.dtype)
+
+    def merge_branches(self, stmt: ast.stmt, names: list[str], before: dict[str, Any],
+                       branches: list[tuple[Any, dict[str, Any]]]) -> list[tuple[str, tuple[Any, Any]]]:
+        """Decides, per assigned name, the value after the `if`; emits casts in the branches."""
+        merged = []
+        (then_block, then_env), (else_block, else_env) = branches
+        for name in names:
+            if name not in then_env or name not in else_env:
+                side_env = then_env if name in then_env else else_env
+                if name in side_env:
+                    self.frame.undefined[name] = self._assignment_range(stmt, name)
+                continue
+            a, b = then_env[name], else_env[name]
+            if a is b or (not isinstance(a, Scalar | Vector) and not isinstance(b, Scalar | Vector)
+                          and type(a) is type(b) and _same_python(a, b)):
+                self.frame.env[name] = a
+                continue
+            if a is None or b is None:
+                raise self.fail("DSL303", stmt, f"'{name}' is None on one path of this dynamic 'if'; "
+                                "None cannot be carried through run-time control flow")
+            if not (isinstance(a, Scalar | Vector | bool | int | float)
+                    and isinstance(b, Scalar | Vector | bool | int | float)):
+                raise self.fail("DSL301", stmt, f"'{name}' holds {type_name(a)} on one path and "
+                                f"{type_name(b)} on the other; only scalars can differ by path")
+            dtype = self._join_type(stmt, name, a, b)
+            with ir.InsertionPoint(then_block):
+                a = self.wrap(stmt, lambda a=a: A.cast(a, dtype))
+            with ir.InsertionPoint(else_block):
+                b = self.wrap(stmt, lambda b=b: A.cast(b, dtype))
+            merged.append((name, (a, b)))
+        return merged
+
+    def _join_type(self, stmt: ast.stmt, name: str, a: Any, b: Any) -> DType:
+        ta = a.dtype if isinstance(a, Scalar | Vector) else None
+        tb = b.dtype if isinstance(b, Scalar | Vector) else None
+        if isinstance(a, Vector) or isinstance(b, Vector):
+            if not (isinstance(a, Vector) and isinstance(b, Vector) and a.width == b.width and ta == tb):
+                raise self.fail("DSL301", stmt, f"'{name}' has different vector types on the two paths")
+            return ta
+        if ta and tb:
+            if ta != tb:
+                raise self.fail("DSL301", stmt, f"'{name}' is {ta.name} on one path and {tb.name} on "
+                                "the other; cast so both paths agree")
+            return ta
+        if ta or tb:
+            known = ta or tb
+            literal = b if ta else a
+            if isinstance(literal, float) and not known.is_float:
+                raise self.fail("DSL301", stmt, f"'{name}' is {known.name} on one path and a float "
+                                "literal on the other")
+            return known
+        return A.literal_type(a if isinstance(a, float) else b)
+
+    def _assignment_range(self, stmt: ast.stmt, name: str) -> SourceRange:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+                return self.range(node)
+        return self.range(stmt)
+
+    def run_guarded(self, body: list[ast.stmt], where: str) -> None:
+        """Runs a block inside run-time control flow, where break/continue cannot escape."""
+        try:
+            self.run_block(body)
+        except _LoopSignal as sig:
+            kind = "break" if isinstance(sig, _Break) else "continue"
+            raise self.fail("DSL302", sig.node, f"'{kind}' inside {where} is not supported") from None
+
+    # ----- loops ------------------------------------------------------------------------
+    def stmt_For(self, stmt: ast.For) -> None:
+        if stmt.orelse:
+            raise self.fail("DSL302", stmt, "for-else is not supported")
+        it = stmt.iter
+        if isinstance(it, ast.Call):
+            fn = self.eval(it.func)
+            if fn is I.static_range:
+                args = [self.eval(a) for a in it.args]
+                if not all(isinstance(a, int) for a in args):
+                    raise self.fail("DSL301", it, "dsl.static_range needs compile-time int bounds")
+                self.static_for(stmt, range(*args))
+                return
+            if fn is range:
+                args = [self.eval(a) for a in it.args]
+                if all(isinstance(a, int) for a in args) and self.mode == "host":
+                    self.static_for(stmt, range(*args))
+                    return
+                if self.mode == "host":
+                    raise self.fail("DSL302", it, "host loops over run-time bounds are not supported")
+                self.dynamic_for(stmt, args)
+                return
+        iterable = self.eval(it)
+        if isinstance(iterable, tuple | list | range):
+            self.static_for(stmt, iterable)
+            return
+        raise self.fail("DSL302", it, f"cannot iterate over {type_name(iterable)}; use range or dsl.static_range")
+
+    def static_for(self, stmt: ast.For, items: Any) -> None:
+        if len(items) > MAX_STATIC_ITERATIONS:
+            raise self.fail("DSL302", stmt.iter, f"static loop of {len(items)} iterations is too long to unroll")
+        for item in items:
+            self.assign(stmt.target, item)
+            try:
+                self.run_block(stmt.body)
+            except _Break:
+                break
+            except _Continue:
+                continue
+
+    def _carried(self, body: list[ast.stmt], exclude: set[str]) -> list[str]:
+        env = self.frame.env
+        return [n for n in assigned_names(body) if n in env and n not in exclude and n != RETURN_NAME]
+
+    def dynamic_for(self, stmt: ast.For, args: list[Any]) -> None:
+        if not isinstance(stmt.target, ast.Name):
+            raise self.fail("DSL302", stmt.target, "the loop variable of a run-time loop must be one name")
+        if not 1 <= len(args) <= 3:
+            raise self.fail("DSL301", stmt.iter, "range takes 1 to 3 arguments")
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+        if isinstance(step, int) and step <= 0:
+            raise self.fail("DSL301", stmt.iter, "a run-time loop needs a positive step; "
+                            "count up and index backwards instead")
+        bounds = [b for b in (start, stop, step) if isinstance(b, Scalar)]
+        dtype = bounds[0].dtype if bounds else A.literal_type(0)
+        for b in bounds:
+            if not b.dtype.is_int:
+                raise self.fail("DSL301", stmt.iter, f"range bounds must be integers, not {b.dtype.name}")
+        try:
+            lo, hi, st = (A.to_scalar(v, dtype) for v in (start, stop, step))
+            common = [A.common(lo, hi, "range")[2], A.common(lo, st, "range")[2]]
+            dtype = common[0] if common[0].bits >= common[1].bits else common[1]
+            lo, hi, st = (A.cast(v, dtype) for v in (lo, hi, st))
+        except DSLTypeError as err:
+            raise self.fail("DSL301", stmt.iter, str(err)) from None
+        var = stmt.target.id
+        carried = self._carried(stmt.body, {var})
+
+        def build(inits: list[Any]) -> tuple[Any, list[Any]]:
+            loop = scf.ForOp(lo.value, hi.value, st.value, [v.value for v in inits])
+            frame = self.frame
+            saved = dict(frame.env)
+            with ir.InsertionPoint(loop.body):
+                frame.env[var] = Scalar(loop.induction_variable, dtype)
+                for name, init, arg in zip(carried, inits, loop.inner_iter_args):
+                    frame.env[name] = _like(init, arg)
+                self.run_guarded(stmt.body, "a run-time loop")
+                outs = [frame.env.get(name) for name in carried]
+            body_env = frame.env
+            frame.env = saved
+            for name in assigned_names(stmt.body):
+                if name not in saved and name != var and name in body_env:
+                    frame.undefined[name] = self._assignment_range(stmt, name)
+            return loop, outs, loop.body
+
+        self._trace_loop(stmt, carried, build)
+
+    def _trace_loop(self, stmt: ast.stmt, carried: list[str], build: Any) -> None:
+        """Traces a loop body, re-tracing once when the body changes a carried value's type."""
+        frame = self.frame
+        inits = [self._materialize(stmt, name, frame.env[name], None) for name in carried]
+        for attempt in range(2):
+            loop, outs, body = build(inits)
+            retry = False
+            for i, (name, out) in enumerate(zip(carried, outs)):
+                init = inits[i]
+                out_type = out.dtype if isinstance(out, Scalar | Vector) else None
+                if out is None or out_type is None:
+                    out = self._materialize(stmt, name, out, init.dtype, inside=body)
+                    outs[i] = out
+                    out_type = out.dtype
+                if out_type != init.dtype or type(out) is not type(init):
+                    original = frame.env[name]
+                    if attempt == 0 and not isinstance(original, Scalar | Vector):
+                        inits[i] = self._materialize(stmt, name, original, out_type)
+                        retry = True
+                    else:
+                        raise self.fail("DSL301", stmt, f"'{name}' changes type inside the loop "
+                                        f"({type_name(init)} before, {type_name(out)} after an iteration)")
+            if retry:
+                loop.operation.erase()
+                continue
+            with ir.InsertionPoint(body):
+                scf.yield_([o.value for o in outs])
+            for name, init, result in zip(carried, inits, loop.results):
+                frame.env[name] = _like(init, result)
+            return
+
+    def _materialize(self, stmt: ast.stmt, name: str, value: Any, dtype: DType | None, inside: Any = None) -> Any:
+        if isinstance(value, Scalar | Vector):
+            return value
+        if value is None:
+            raise self.fail("DSL303", stmt, f"'{name}' is None when it enters this run-time loop")
+        if not isinstance(value, bool | int | float):
+            raise self.fail("DSL301", stmt, f"'{name}' ({type_name(value)}) cannot be carried by a run-time loop")
+        try:
+            if inside is not None:
+                with ir.InsertionPoint(inside):
+                    return A.to_scalar(value, dtype)
+            return A.to_scalar(value, dtype)
+        except DSLTypeError as err:
+            raise self.fail("DSL301", stmt, f"'{name}': {err}") from None
+
+    def stmt_While(self, stmt: ast.While) -> None:
+        if stmt.orelse:
+            raise self.fail("DSL302", stmt, "while-else is not supported")
+        cond = self.eval(stmt.test)
+        if not isinstance(cond, Scalar | Vector):
+            count = 0
+            while cond:
+                count += 1
+                if count > MAX_STATIC_ITERATIONS:
+                    raise self.fail("DSL302", stmt, "compile-time while loop did not finish")
+                try:
+                    self.run_block(stmt.body)
+                except _Break:
+                    break
+                except _Continue:
+                    pass
+                cond = self.eval(stmt.test)
+                if isinstance(cond, Scalar | Vector):
+                    raise self.fail("DSL301", stmt.test, "while condition changed from compile-time to run-time")
+            return
+        if self.mode == "host":
+            raise self.fail("DSL302", stmt, "host loops on run-time conditions are not supported")
+        carried = self._carried(stmt.body, set())
+        frame = self.frame
+
+        def build(inits: list[Any]) -> tuple[Any, list[Any]]:
+            types_ = [v.value.type for v in inits]
+            loop = scf.WhileOp(types_, [v.value for v in inits])
+            before = loop.before.blocks.append(*types_)
+            after = loop.after.blocks.append(*types_)
+            saved = dict(frame.env)
+            with ir.InsertionPoint(before):
+                for name, init, arg in zip(carried, inits, before.arguments):
+                    frame.env[name] = _like(init, arg)
+                test = self.wrap(stmt.test, lambda: A.truth(self.eval(stmt.test)))
+                scf.condition(test.value, list(before.arguments))
+            frame.env = dict(saved)
+            with ir.InsertionPoint(after):
+                for name, init, arg in zip(carried, inits, after.arguments):
+                    frame.env[name] = _like(init, arg)
+                self.run_guarded(stmt.body, "a run-time loop")
+                outs = [frame.env.get(name) for name in carried]
+            frame.env = saved
+            return loop, outs, after
+
+        self._trace_loop(stmt, carried, build)
+
+    # ----- expressions ------------------------------------------------------------------
+    def wrap(self, node: ast.AST, thunk: Any) -> Any:
+        """Runs `thunk`, turning DSL type errors into DSL301 at `node`."""
+        try:
+            return thunk()
+        except DSLTypeError as err:
+            raise self.fail("DSL301", node, str(err)) from None
+        except DSLUnsupported as err:
+            raise self.fail("DSL302", node, str(err)) from None
+
+    def eval(self, node: ast.expr) -> Any:
+        method = getattr(self, f"expr_{type(node).__name__}", None)
+        if method is None:
+            raise self.fail("DSL302", node, f"'{_describe(node)}' is not supported in DSL functions")
+        with self.loc(node):
+            try:
+                return method(node)
+            except (DSLTypeError, DSLUnsupported) as err:
+                code = "DSL301" if isinstance(err, DSLTypeError) else "DSL302"
+                raise self.fail(code, node, str(err)) from None
+
+    def expr_Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def expr_Name(self, node: ast.Name) -> Any:
+        return self.lookup(node.id, node)
+
+    def expr_Tuple(self, node: ast.Tuple) -> Any:
+        return tuple(self.eval(e) for e in node.elts)
+
+    def expr_List(self, node: ast.List) -> Any:
+        return [self.eval(e) for e in node.elts]
+
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        a, b = self.eval(node.left), self.eval(node.right)
+        return A.binary(type(node.op).__name__, a, b)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        return A.unary(type(node.op).__name__, self.eval(node.operand))
+
+    def expr_Compare(self, node: ast.Compare) -> Any:
+        result = None
+        left = self.eval(node.left)
+        for op, comparator in zip(node.ops, node.comparators):
+            right = self.eval(comparator)
+            name = type(op).__name__
+            if name in ("Is", "IsNot", "In", "NotIn"):
+                if isinstance(left, Scalar | Vector) or isinstance(right, Scalar | Vector):
+                    raise DSLTypeError(f"'{name}' comparisons need compile-time values")
+                value = {"Is": lambda a, b: a is b, "IsNot": lambda a, b: a is not b,
+                         "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}[name](left, right)
+            else:
+                value = A.compare(name, left, right)
+            result = value if result is None else self._and(result, value)
+            left = right
+        return result
+
+    def _and(self, a: Any, b: Any) -> Any:
+        if isinstance(a, Scalar) or isinstance(b, Scalar):
+            if not isinstance(a, Scalar) and not a:
+                return a
+            if not isinstance(b, Scalar) and b:
+                return a
+            return A.logical("And", a, b)
+        return a and b
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        op = type(node.op).__name__
+        result = self.eval(node.values[0])
+        for value_node in node.values[1:]:
+            if not isinstance(result, Scalar):
+                # Python short-circuit on compile-time values
+                if (op == "And" and not result) or (op == "Or" and result):
+                    return result
+                result = self.eval(value_node)
+                continue
+            value = self.eval(value_node)
+            if not isinstance(value, Scalar):
+                if (op == "And" and not value) or (op == "Or" and value):
+                    return value
+                continue
+            result = A.logical(op, result, value)
+        return result
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        cond = self.eval(node.test)
+        if not isinstance(cond, Scalar):
+            return self.eval(node.body if cond else node.orelse)
+        return A.select(cond, self.eval(node.body), self.eval(node.orelse))
+
+    def expr_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.eval(node.value)
+        return self.get_attribute(node, base, node.attr)
+
+    def get_attribute(self, node: ast.Attribute, base: Any, attr: str) -> Any:
+        if isinstance(base, Scalar | Vector):
+            if attr == "to":
+                return BoundMethod("to", base)
+            if attr == "dtype":
+                return base.dtype
+            raise DSLTypeError(f"{type_name(base)} has no attribute '{attr}'")
+        try:
+            return getattr(base, attr)
+        except AttributeError:
+            raise self.fail("DSL301", node, f"{type_name(base)} has no attribute '{attr}'") from None
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.eval(node.value)
+        index = self.eval(node.slice)
+        return self.subscript(node, base, index)
+
+    def subscript(self, node: ast.Subscript, base: Any, index: Any) -> Any:
+        if isinstance(base, ShapeView):
+            if not isinstance(index, int):
+                raise self.fail("DSL301", node.slice, f"{base.what} must be indexed by a compile-time int")
+            if not -len(base.items) <= index < len(base.items):
+                raise self.fail("DSL301", node.slice, f"{base.what}[{index}] is out of range for rank "
+                                f"{len(base.items)}")
+            return base.items[index]
+        if isinstance(base, Vector):
+            if not isinstance(index, int) or not 0 <= index < base.width:
+                raise self.fail("DSL301", node.slice, f"vector lane {index!r} out of range 0..{base.width - 1}")
+            from mlir.dialects import vector
+
+            return Scalar(vector.extract(base.value, [], [index]), base.dtype)
+        if isinstance(base, Scalar):
+            raise DSLTypeError(f"{type_name(base)} is not indexable")
+        try:
+            return base[index]
+        except (IndexError, KeyError, TypeError) as err:
+            raise self.fail("DSL301", node, f"bad index: {err}") from None
+
+    def expr_Slice(self, node: ast.Slice) -> Any:
+        return slice(*(self.eval(p) if p is not None else None for p in (node.lower, node.upper, node.step)))
+
+    def expr_Call(self, node: ast.Call) -> Any:
+        fn = self.eval(node.func)
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.eval(a.value))
+            else:
+                args.append(self.eval(a))
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                kwargs.update(self.eval(kw.value))
+            else:
+                kwargs[kw.arg] = self.eval(kw.value)
+        return self.call(node, fn, args, kwargs)
+
+    def call(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if isinstance(fn, BoundMethod) and fn.name == "to":
+            return A.cast(fn.receiver, args[0])
+        if isinstance(fn, DType):
+            if len(args) != 1:
+                raise DSLTypeError(f"{fn.name}(...) takes one value")
+            return A.cast(args[0], fn)
+        if fn is print:
+            raise DSLUnsupported("print() does not run on the GPU; use dsl.printf")
+        if fn in (min, max, abs) and any(isinstance(a, Scalar | Vector) for a in args):
+            return self.call_intrinsic(node, {min: I.minimum, max: I.maximum, abs: I.abs_}[fn], args, kwargs)
+        if self.is_intrinsic(fn):
+            return self.call_intrinsic(node, fn, args, kwargs)
+        if isinstance(fn, types.FunctionType) and self.is_user_function(fn):
+            return self.inline(node, fn, args, kwargs)
+        if any(isinstance(a, Scalar | Vector) for a in list(args) + list(kwargs.values())):
+            raise DSLUnsupported(f"cannot call {getattr(fn, '__name__', fn)!r} on run-time values")
+        try:
+            return fn(*args, **kwargs)
+        except Exception as err:  # a compile-time call that failed is the user's error
+            raise self.fail("DSL301", node, f"{getattr(fn, '__name__', 'call')}(...) failed while tracing: {err}") from None
+
+    def is_intrinsic(self, fn: Any) -> bool:
+        return False
+
+    def call_intrinsic(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        raise DSLUnsupported(f"{fn!r} is not available here")
+
+    @staticmethod
+    def is_user_function(fn: types.FunctionType) -> bool:
+        """Helpers from user code are traced inline; library functions run in Python."""
+        path = fn.__code__.co_filename
+        mod = fn.__module__ or ""
+        if mod.startswith("dsl.") or mod == "dsl":
+            return False
+        return not any(part in path for part in ("/lib/python", "site-packages", "<frozen"))
+
+    def inline(self, node: ast.Call, fn: types.FunctionType, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        try:
+            src = function_source(fn)
+        except OSError as err:
+            raise self.fail("DSL302", node, f"cannot trace helper {fn.__name__}: {err}") from None
+        import inspect
+
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as err:
+            raise self.fail("DSL301", node, f"{fn.__name__}(): {err}") from None
+        bound.apply_defaults()
+        if len(self.frames) > 64:
+            raise self.fail("DSL302", node, "helper calls nest too deeply (recursion is not supported)")
+        env = dict(bound.arguments)
+        globals_ = {**fn.__globals__, **closure_vars(fn)}
+        frame = Frame(src.file, env, globals_, call_loc=self.loc(node))
+        self.frames.append(frame)
+        try:
+            self.run_guarded(src.node.body, "a helper function")
+        finally:
+            self.frames.pop()
+        return frame.env.get(RETURN_NAME)
+
+    # Unsupported expression kinds get DSL302 through `eval`'s fallback.
+
+
+def _like(template: Any, value: Any) -> Any:
+    if isinstance(template, Vector):
+        return Vector(value, template.dtype, template.width)
+    return Scalar(value, template.dtype)
+
+
+def _same_python(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return a is b
+
+
+def _describe(node: ast.AST) -> str:
+    names = {
+        "Try": "try", "TryStar": "try", "With": "with", "AsyncWith": "async with", "Raise": "raise",
+        "Yield": "yield", "YieldFrom": "yield from", "Await": "await", "Lambda": "lambda",
+        "FunctionDef": "nested def", "ClassDef": "class", "Global": "global", "Nonlocal": "nonlocal",
+        "Delete": "del", "Import": "import", "ImportFrom": "import", "ListComp": "list comprehension",
+        "DictComp": "dict comprehension", "SetComp": "set comprehension", "GeneratorExp": "generator",
+        "JoinedStr": "f-string", "Match": "match", "AsyncFor": "async for", "NamedExpr": ":=",
+        "Dict": "dict display", "Set": "set display",
+    }
+    return names.get(type(node).__name__, type(node).__name__)

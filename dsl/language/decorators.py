@@ -1,0 +1,79 @@
+"""`@dsl.kernel` and `@dsl.jit`: what a decorated function becomes.
+
+A `KernelFunction` is device code: traced into a `gpu.func`, launched only from a `@jit`
+host function (`saxpy(x, y, a, n).launch(grid=..., block=...)`). A `JitFunction` is host
+code: traced into a `func.func` of `gpu.launch_func` ops and a generated Python launcher;
+calling it compiles (cached) and runs on the GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+
+class KernelFunction:
+    """A `@dsl.kernel` function; `known_block_size` is a contract checked at every launch."""
+
+    def __init__(self, fn: Any, name: str | None = None, known_block_size: Any = None):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.kernel_name = name or fn.__name__
+        self.known_block_size = known_block_size
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from dsl.diagnostics import CompileError, Diagnostic
+        from dsl.frontend.call_site import caller_range
+
+        rng = caller_range(sys._getframe(1))
+        raise CompileError([
+            Diagnostic.make(
+                "DSL304",
+                f"kernel '{self.kernel_name}' called outside a @jit function; "
+                "launch it from a @dsl.jit function with .launch(grid=..., block=...)",
+                rng,
+            )
+        ])
+
+    def __repr__(self) -> str:
+        return f"<dsl.kernel {self.kernel_name}>"
+
+
+class JitFunction:
+    """A `@dsl.jit` host function: compiles per specialization, then launches its kernels."""
+
+    def __init__(self, fn: Any, examples: list[Any] | None = None, reference: Any = None):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.examples = examples
+        self.reference = reference
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from dsl.runtime.jit_call import call_jit
+
+        return call_jit(self, args, kwargs)
+
+    def compile(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
+        from dsl.compiler.api import compile
+
+        return compile(self, *args, target=target, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<dsl.jit {self.fn.__qualname__}>"
+
+
+def kernel(fn: Any = None, *, name: str | None = None, known_block_size: Any = None) -> Any:
+    """Declares a GPU kernel. `known_block_size=[x, y, z]` promises the launch block."""
+    if fn is None:
+        return lambda f: KernelFunction(f, name=name, known_block_size=known_block_size)
+    return KernelFunction(fn, name=name, known_block_size=known_block_size)
+
+
+def jit(fn: Any = None, *, examples: list[Any] | None = None, reference: Any = None) -> Any:
+    """Declares a host function that launches kernels; `examples=` lists specializations to
+    compile without data (each a tuple of arguments, arrays or `dsl.TensorSpec`s), and
+    `reference=` a plain function whose results a run is checked against."""
+    if fn is None:
+        return lambda f: JitFunction(f, examples=examples, reference=reference)
+    return JitFunction(fn, examples=examples, reference=reference)

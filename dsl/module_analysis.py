@@ -1,0 +1,145 @@
+"""Analysing a whole Python file: run its top-level statements, then compile every function.
+
+This is what the editor's worker and `kdsl lint` do with a buffer. Statements run one by
+one so that one that raises is reported at its own range (DSL001) while the rest still
+run; each `@kernel` and `@jit` function is then compiled on its own, so one function's
+mistakes never hide another's. Jit functions compile from their annotations or
+`examples=`; kernels they launch are reported with that specialization.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import sys
+import types
+from typing import Any
+
+from dsl.compiler.api import compile_function, parse_examples
+from dsl.compiler.artifacts import FunctionReport, ModuleReport
+from dsl.diagnostics import CompileError, Diagnostic, SourceRange
+from dsl.frontend.source import SourceFile
+from dsl.frontend.static_checks import static_checks
+from dsl.language.decorators import JitFunction, KernelFunction
+
+MODULE_NAME = "__kdsl_analysis__"
+
+
+def install_buffer(path: str, source: str) -> None:
+    """Puts the buffer text in linecache so tracing and tracebacks read it, not the disk."""
+    lines = source.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[path] = (len(source), None, lines, path)
+
+
+def run_module(source: str, path: str) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Executes the top-level statements one by one; returns the namespace and failures."""
+    install_buffer(path, source)
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError:
+        return {}, [d for d in static_checks(source, path) if d.code == "DSL003"]
+    file = SourceFile(path, source, tree)
+    module = types.ModuleType(MODULE_NAME)
+    module.__file__ = path
+    namespace = module.__dict__
+    previous = sys.modules.get(MODULE_NAME)
+    sys.modules[MODULE_NAME] = module
+    diagnostics: list[Diagnostic] = []
+    try:
+        for stmt in tree.body:
+            code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec")
+            try:
+                exec(code, namespace)
+            except CompileError as err:
+                diagnostics.extend(err.diagnostics)
+            except Exception as err:  # the user's statement failed: report it, go on
+                diagnostics.append(Diagnostic.make(
+                    "DSL001", f"{type(err).__name__}: {err}", _statement_range(file, stmt, err)))
+    finally:
+        if previous is not None:
+            sys.modules[MODULE_NAME] = previous
+        else:
+            sys.modules.pop(MODULE_NAME, None)
+    return namespace, diagnostics
+
+
+def _statement_range(file: SourceFile, stmt: ast.stmt, err: Exception) -> SourceRange:
+    """The statement's first line (a whole class or def would cover too much)."""
+    rng = file.range_of(stmt)
+    if rng.end_line > rng.line:
+        line_text = file.lines[rng.line - 1] if rng.line <= len(file.lines) else ""
+        return SourceRange(rng.file, rng.line, rng.column, rng.line, len(line_text.rstrip()))
+    return rng
+
+
+def dsl_functions(namespace: dict[str, Any], path: str) -> list[tuple[str, Any]]:
+    """The module's own kernel and jit functions, in source order."""
+    found = []
+    for name, value in namespace.items():
+        if isinstance(value, KernelFunction | JitFunction) and value.fn.__code__.co_filename == path:
+            found.append((value.fn.__code__.co_firstlineno, name, value))
+    return [(name, value) for _, name, value in sorted(found, key=lambda t: t[0])]
+
+
+def analyze_source(source: str, path: str, *, target: str | None = None, until: str = "sass") -> ModuleReport:
+    """Runs and compiles a buffer; every problem is a diagnostic in the report."""
+    namespace, diagnostics = run_module(source, path)
+    report = ModuleReport(path, diagnostics=diagnostics)
+    from dsl.frontend.source import function_source
+
+    used_specs: dict[int, tuple[tuple, Any]] = {}
+    functions = dsl_functions(namespace, path)
+    for name, fn in functions:
+        if not isinstance(fn, JitFunction):
+            continue
+        src = function_source(fn.fn)
+        rng = src.file.def_name_range(src.node)
+        examples = parse_examples(fn) or [((), {}, None)]
+        compiled, diags = None, []
+        for args, kwargs, ex_range in examples:
+            result, ds = compile_function(fn, args, kwargs, target, until=until, example_range=ex_range)
+            compiled = compiled or result
+            diags += [d for d in ds if d not in diags]
+        if compiled is not None:
+            for launch in getattr(compiled, "launches", []):
+                kernel = namespace.get(launch.kernel.source_name)
+                key = id(kernel)
+                if key not in used_specs:
+                    used_specs[key] = (tuple(launch.kernel.params), launch.kernel.block)
+        report.functions.append(FunctionReport(name, "jit", rng, compiled, diags))
+    for name, fn in functions:
+        if not isinstance(fn, KernelFunction):
+            continue
+        src = function_source(fn.fn)
+        rng = src.file.def_name_range(src.node)
+        if id(fn) in used_specs:
+            params, block = used_specs[id(fn)]
+            compiled, diags = _compile_kernel_spec(fn, list(params), block, target, until)
+        else:
+            compiled, diags = compile_function(fn, (), {}, target, until=until)
+        report.functions.append(FunctionReport(name, "kernel", rng, compiled, diags))
+    report.functions.sort(key=lambda f: f.range.line)
+    return report
+
+
+def _compile_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, target: str | None, until: str):
+    """Compiles a kernel alone with the specialization a jit launch gave it."""
+    from dsl.language.types import TensorSpec
+
+    args = []
+    for p in params:
+        if p.kind == "tensor":
+            args.append(TensorSpec(p.dtype, rank=p.rank))
+        elif p.kind == "scalar":
+            args.append(p.dtype)
+        else:
+            args.append(p.value)
+    original = fn.known_block_size
+    if block is not None and original is None:
+        fn.known_block_size = list(block)  # the inferred contract, for this compile only
+    try:
+        return compile_function(fn, tuple(args), {}, target, until=until)
+    finally:
+        fn.known_block_size = original

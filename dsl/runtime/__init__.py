@@ -1,0 +1,1 @@
+"""Running compiled kernels: module loading, argument packing and launches over the driver API."""
