@@ -1,0 +1,182 @@
+// The client-side commands: Show IR, Compile Function, Run Function, Restart.
+// `kdsl.compile` and `kdsl.run` are the server's own commands; the client
+// library registers them from the server's executeCommandProvider.
+
+import * as vscode from 'vscode';
+import { ExecuteCommandRequest, type LanguageClient } from 'vscode-languageclient/node';
+import type { ServerManager } from './client';
+import { availableStages, orderFunctions, STAGE_DESCRIPTIONS } from './functionPick';
+import { IrViewManager, parseIrDocumentUri } from './irView';
+import {
+  COMPILE_COMMAND,
+  isStage,
+  RUN_COMMAND,
+  STAGES_REQUEST,
+  type CommandResult,
+  type FunctionInfo,
+  type Stage,
+  type StagesParams,
+  type StagesResult,
+} from './protocol';
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The source document's URI string, from a command argument or the active editor. */
+function sourceUriFrom(arg: unknown): string | undefined {
+  if (arg instanceof vscode.Uri) {
+    return arg.toString();
+  }
+  if (typeof arg === 'string' && arg !== '') {
+    // Normalise to the form VS Code (and so the server) uses for the document.
+    return vscode.Uri.parse(arg).toString();
+  }
+  const document = vscode.window.activeTextEditor?.document;
+  if (!document) {
+    return undefined;
+  }
+  if (document.uri.scheme === 'kdsl-ir') {
+    return parseIrDocumentUri(document.uri)?.sourceUri;
+  }
+  return document.languageId === 'python' ? document.uri.toString() : undefined;
+}
+
+async function requireClient(server: ServerManager): Promise<LanguageClient | undefined> {
+  const client = server.running;
+  if (client) {
+    return client;
+  }
+  const restart = 'Restart Server';
+  const choice = await vscode.window.showErrorMessage('The kdsl language server is not running.', restart);
+  if (choice === restart) {
+    await server.restart();
+  }
+  return server.running;
+}
+
+async function listFunctions(client: LanguageClient, uri: string): Promise<FunctionInfo[]> {
+  const params: StagesParams = { uri };
+  const result = await client.sendRequest<StagesResult | null>(STAGES_REQUEST, params);
+  return Array.isArray(result?.functions) ? result.functions : [];
+}
+
+function cursorLineIn(uri: string): number | undefined {
+  const editor = vscode.window.activeTextEditor;
+  return editor && editor.document.uri.toString() === uri ? editor.selection.active.line : undefined;
+}
+
+async function pickFunction(functions: FunctionInfo[], uri: string): Promise<FunctionInfo | undefined> {
+  if (functions.length === 0) {
+    void vscode.window.showInformationMessage('kdsl: no kernel or jit function found in this file.');
+    return undefined;
+  }
+  if (functions.length === 1) {
+    return functions[0];
+  }
+  const items = orderFunctions(functions, cursorLineIn(uri)).map((fn) => ({
+    label: fn.name,
+    description: fn.kind,
+    detail: `line ${fn.range.start.line + 1}`,
+    fn,
+  }));
+  const picked = await vscode.window.showQuickPick(items, { title: 'kdsl: choose a function', placeHolder: 'Function' });
+  return picked?.fn;
+}
+
+async function pickStage(fn: FunctionInfo | undefined): Promise<Stage | undefined> {
+  const items = availableStages(fn).map((stage) => ({ label: stage, description: STAGE_DESCRIPTIONS[stage], stage }));
+  const picked = await vscode.window.showQuickPick(items, {
+    title: fn ? `kdsl: IR of ${fn.name}` : 'kdsl: choose a stage',
+    placeHolder: 'Stage',
+  });
+  return picked?.stage;
+}
+
+/** `kdsl.showIr [uri, functionName, stage]`: any missing argument is asked for. */
+async function showIr(server: ServerManager, irView: IrViewManager, uriArg?: unknown, fnArg?: unknown, stageArg?: unknown): Promise<void> {
+  const uri = sourceUriFrom(uriArg);
+  if (!uri) {
+    void vscode.window.showInformationMessage('kdsl: open a Python file to show its IR.');
+    return;
+  }
+  let functionName = typeof fnArg === 'string' && fnArg !== '' ? fnArg : undefined;
+  let stage = isStage(stageArg) ? stageArg : undefined;
+  if (functionName === undefined || stage === undefined) {
+    const client = await requireClient(server);
+    if (!client) {
+      return;
+    }
+    let functions: FunctionInfo[];
+    try {
+      functions = await listFunctions(client, uri);
+    } catch (error) {
+      void vscode.window.showErrorMessage(`kdsl: could not list the functions: ${errorMessage(error)}`);
+      return;
+    }
+    let fn = functions.find((f) => f.name === functionName);
+    if (functionName === undefined) {
+      fn = await pickFunction(functions, uri);
+      if (!fn) {
+        return;
+      }
+      functionName = fn.name;
+    }
+    stage = await pickStage(fn);
+    if (!stage) {
+      return;
+    }
+  }
+  await irView.open({ sourceUri: uri, functionName, stage });
+}
+
+/** Compile/Run: pick a function, then ask the server to run its command. */
+async function serverCommand(server: ServerManager, command: string, uriArg?: unknown, fnArg?: unknown): Promise<void> {
+  const uri = sourceUriFrom(uriArg);
+  if (!uri) {
+    void vscode.window.showInformationMessage('kdsl: open a Python file first.');
+    return;
+  }
+  const client = await requireClient(server);
+  if (!client) {
+    return;
+  }
+  let functionName = typeof fnArg === 'string' && fnArg !== '' ? fnArg : undefined;
+  try {
+    if (functionName === undefined) {
+      const fn = await pickFunction(await listFunctions(client, uri), uri);
+      if (!fn) {
+        return;
+      }
+      functionName = fn.name;
+    }
+    // The server reports work-done progress (cancellable) while it works.
+    const result = (await client.sendRequest(ExecuteCommandRequest.type, {
+      command,
+      arguments: [uri, functionName],
+    })) as CommandResult | null;
+    const message = typeof result?.message === 'string' && result.message !== '' ? result.message : `${functionName}: done.`;
+    if (result?.ok === false) {
+      void vscode.window.showWarningMessage(message);
+    } else {
+      void vscode.window.showInformationMessage(message);
+    }
+  } catch (error) {
+    void vscode.window.showErrorMessage(`kdsl: ${errorMessage(error)}`);
+  }
+}
+
+export function registerCommands(context: vscode.ExtensionContext, server: ServerManager, irView: IrViewManager): void {
+  context.subscriptions.push(
+    vscode.commands.registerCommand('kdsl.showIr', (uri?: unknown, fn?: unknown, stage?: unknown) =>
+      showIr(server, irView, uri, fn, stage),
+    ),
+    vscode.commands.registerCommand('kdsl.compileFunction', (uri?: unknown, fn?: unknown) =>
+      serverCommand(server, COMPILE_COMMAND, uri, fn),
+    ),
+    vscode.commands.registerCommand('kdsl.runFunction', (uri?: unknown, fn?: unknown) =>
+      serverCommand(server, RUN_COMMAND, uri, fn),
+    ),
+    vscode.commands.registerCommand('kdsl.restart', () => server.restart()),
+  );
+}

@@ -1,0 +1,62 @@
+// Entry point: wires the language client, the IR views and the commands together.
+
+import * as vscode from 'vscode';
+import { currentSettings, ServerManager } from './client';
+import { registerCommands } from './commands';
+import { IR_SCHEME } from './irUri';
+import { IrViewManager } from './irView';
+import { needsRestart, SECTION } from './settings';
+
+let server: ServerManager | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const output = vscode.window.createOutputChannel('kdsl');
+  const trace = vscode.window.createOutputChannel('kdsl Trace');
+  server = new ServerManager(context, output, trace);
+  const manager = server;
+  const irView = new IrViewManager(
+    () => manager.running,
+    () => currentSettings().debounceMs,
+  );
+
+  context.subscriptions.push(
+    output,
+    trace,
+    manager,
+    irView,
+    vscode.workspace.registerTextDocumentContentProvider(IR_SCHEME, irView),
+    manager.onDidStart(() => irView.refreshAll()),
+  );
+  registerCommands(context, manager, irView);
+
+  // Settings are sent as initializationOptions, so a change restarts the
+  // server (the trace level is applied by the client library without one).
+  let settings = currentSettings();
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (!event.affectsConfiguration(SECTION)) {
+        return;
+      }
+      const next = currentSettings();
+      const restart = needsRestart(settings, next);
+      settings = next;
+      if (restart) {
+        output.appendLine('kdsl settings changed; restarting the server.');
+        void manager.restart();
+      }
+    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      output.appendLine('The workspace is now trusted; restarting the server.');
+      settings = currentSettings();
+      void manager.restart();
+    }),
+  );
+
+  void manager.start();
+}
+
+export function deactivate(): Promise<void> | undefined {
+  const current = server;
+  server = undefined;
+  return current?.stop();
+}

@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  checkCommand,
+  defaultPython,
+  expandPath,
+  installCommand,
+  isInside,
+  queryPythonExtension,
+  resolveInterpreter,
+  serverCommand,
+  serverCwd,
+  shellCommandLine,
+} from '../interpreter';
+
+describe('resolveInterpreter', () => {
+  it('prefers the setting over the Python extension', () => {
+    assert.deepEqual(
+      resolveInterpreter({ settingPath: '/opt/kdsl/bin/python', pythonExtensionPath: '/usr/bin/python3.12', platform: 'linux' }),
+      { python: '/opt/kdsl/bin/python', source: 'setting' },
+    );
+  });
+
+  it('uses the Python extension when the setting is empty or blank', () => {
+    for (const settingPath of ['', '   ']) {
+      assert.deepEqual(
+        resolveInterpreter({ settingPath, pythonExtensionPath: '/home/u/.venv/bin/python', platform: 'linux' }),
+        { python: '/home/u/.venv/bin/python', source: 'pythonExtension' },
+      );
+    }
+  });
+
+  it('falls back to python3 (python on Windows)', () => {
+    assert.deepEqual(resolveInterpreter({ settingPath: '', platform: 'linux' }), { python: 'python3', source: 'default' });
+    assert.deepEqual(resolveInterpreter({ settingPath: '', pythonExtensionPath: ' ', platform: 'darwin' }), {
+      python: 'python3',
+      source: 'default',
+    });
+    assert.deepEqual(resolveInterpreter({ settingPath: '', platform: 'win32' }), { python: 'python', source: 'default' });
+    assert.equal(defaultPython('linux'), 'python3');
+  });
+
+  it('expands ${workspaceFolder} and ~ in the setting', () => {
+    assert.deepEqual(
+      resolveInterpreter({ settingPath: '${workspaceFolder}/.venv/bin/python', workspaceFolder: '/src/proj', platform: 'linux' }),
+      { python: '/src/proj/.venv/bin/python', source: 'setting' },
+    );
+    assert.deepEqual(resolveInterpreter({ settingPath: '~/py/bin/python', homeDir: '/home/ann', platform: 'linux' }), {
+      python: '/home/ann/py/bin/python',
+      source: 'setting',
+    });
+  });
+
+  it('ignores an interpreter inside the workspace when the workspace is untrusted', () => {
+    const options = {
+      settingPath: '',
+      pythonExtensionPath: '/src/proj/.venv/bin/python',
+      workspaceFolders: ['/src/proj'],
+      platform: 'linux' as const,
+    };
+    assert.deepEqual(resolveInterpreter({ ...options, workspaceTrusted: false }), { python: 'python3', source: 'default' });
+    assert.deepEqual(resolveInterpreter({ ...options, workspaceTrusted: true }), {
+      python: '/src/proj/.venv/bin/python',
+      source: 'pythonExtension',
+    });
+    assert.deepEqual(
+      resolveInterpreter({ ...options, pythonExtensionPath: '/usr/bin/python3', workspaceTrusted: false }),
+      { python: '/usr/bin/python3', source: 'pythonExtension' },
+    );
+  });
+});
+
+describe('path helpers', () => {
+  it('expandPath leaves other text alone', () => {
+    assert.equal(expandPath('python3', '/w', '/h'), 'python3');
+    assert.equal(expandPath('a~b', '/w', '/h'), 'a~b');
+    assert.equal(expandPath('~', undefined, '/h'), '/h');
+    assert.equal(expandPath('${workspaceFolder}/x', undefined, '/h'), '${workspaceFolder}/x');
+  });
+
+  it('isInside compares whole path segments', () => {
+    assert.equal(isInside('/src/proj/.venv/bin/python', '/src/proj', 'linux'), true);
+    assert.equal(isInside('/src/project2/bin/python', '/src/proj', 'linux'), false);
+    assert.equal(isInside('/src/proj', '/src/proj', 'linux'), false);
+    assert.equal(isInside('/src/proj/../other/python', '/src/proj', 'linux'), false);
+    assert.equal(isInside('C:\\Proj\\.venv\\Scripts\\python.exe', 'c:\\proj', 'win32'), true);
+  });
+});
+
+describe('command lines', () => {
+  it('builds the server, check and install commands', () => {
+    assert.deepEqual(serverCommand('/v/bin/python'), { command: '/v/bin/python', args: ['-m', 'lsp'] });
+    assert.deepEqual(checkCommand('python3'), { command: 'python3', args: ['-c', 'import dsl, lsp'] });
+    assert.deepEqual(installCommand('python3'), { command: 'python3', args: ['-m', 'pip', 'install', 'kdsl'] });
+  });
+
+  it('quotes for a POSIX shell', () => {
+    assert.equal(shellCommandLine(installCommand('/usr/bin/python3'), 'linux'), '/usr/bin/python3 -m pip install kdsl');
+    assert.equal(
+      shellCommandLine(installCommand("/home/o'neil/my env/bin/python"), 'darwin'),
+      "'/home/o'\\''neil/my env/bin/python' -m pip install kdsl",
+    );
+    assert.equal(shellCommandLine(checkCommand('python3'), 'linux'), "python3 -c 'import dsl, lsp'");
+  });
+
+  it('quotes for PowerShell on Windows', () => {
+    assert.equal(
+      shellCommandLine(installCommand('C:\\Program Files\\Python312\\python.exe'), 'win32'),
+      "& 'C:\\Program Files\\Python312\\python.exe' -m pip install kdsl",
+    );
+    assert.equal(shellCommandLine(installCommand('python'), 'win32'), '& python -m pip install kdsl');
+  });
+
+  it('starts the server in the workspace only when trusted', () => {
+    assert.equal(serverCwd(true, '/src/proj', '/ext'), '/src/proj');
+    assert.equal(serverCwd(false, '/src/proj', '/ext'), '/ext');
+    assert.equal(serverCwd(true, undefined, '/ext'), '/ext');
+  });
+});
+
+describe('queryPythonExtension', () => {
+  it('uses environments.getActiveEnvironmentPath with the resource', async () => {
+    const seen: unknown[] = [];
+    const api = {
+      environments: {
+        getActiveEnvironmentPath(resource?: unknown) {
+          seen.push(resource);
+          return { id: 'x', path: '/envs/a/bin/python' };
+        },
+      },
+      settings: { getExecutionDetails: () => ({ execCommand: ['/old/python'] }) },
+    };
+    assert.equal(await queryPythonExtension(api, 'file:///w/k.py'), '/envs/a/bin/python');
+    assert.deepEqual(seen, ['file:///w/k.py']);
+  });
+
+  it('falls back to settings.getExecutionDetails', async () => {
+    const api = { settings: { getExecutionDetails: async () => ({ execCommand: ['/old/python'] }) } };
+    assert.equal(await queryPythonExtension(api), '/old/python');
+  });
+
+  it('ignores multi-word commands, throwing APIs and missing exports', async () => {
+    assert.equal(
+      await queryPythonExtension({ settings: { getExecutionDetails: () => ({ execCommand: ['conda', 'run', 'python'] }) } }),
+      undefined,
+    );
+    assert.equal(
+      await queryPythonExtension({
+        environments: {
+          getActiveEnvironmentPath: () => {
+            throw new Error('not ready');
+          },
+        },
+      }),
+      undefined,
+    );
+    assert.equal(await queryPythonExtension(undefined), undefined);
+    assert.equal(await queryPythonExtension({ environments: { getActiveEnvironmentPath: () => ({ path: '' }) } }), undefined);
+  });
+});
