@@ -49,7 +49,7 @@ def run_module(source: str, path: str) -> tuple[dict[str, Any], list[Diagnostic]
     diagnostics: list[Diagnostic] = []
     try:
         for stmt in tree.body:
-            code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec")
+            code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", dont_inherit=True)
             try:
                 exec(code, namespace)
             except CompileError as err:
@@ -83,7 +83,7 @@ def dsl_functions(namespace: dict[str, Any], path: str) -> list[tuple[str, Any]]
     return [(name, value) for _, name, value in sorted(found, key=lambda t: t[0])]
 
 
-def analyze_source(source: str, path: str, *, target: str | None = None, until: str = "sass") -> ModuleReport:
+def analyze_source(source: str, path: str, *, target: str | None = None, until: str = "cubin") -> ModuleReport:
     """Runs and compiles a buffer; every problem is a diagnostic in the report."""
     namespace, diagnostics = run_module(source, path)
     report = ModuleReport(path, diagnostics=diagnostics)

@@ -135,6 +135,14 @@ class CompiledFunction:
 
     @property
     def sass(self) -> str | None:
+        """SASS from nvdisasm, computed on first use (the disassembler takes ~1 s to start)."""
+        if "sass" not in self.stages and self.cubin is not None:
+            from dsl.compiler import source_maps, toolchain
+
+            text = toolchain.disassemble(self.cubin)
+            if text is not None:
+                self.stages["sass"] = text
+                self.source_maps["sass"] = source_maps.sass_map(text)
         return self.stages.get("sass")
 
     @property

@@ -63,9 +63,14 @@ def _printed(op: Any) -> str:
 
 def _mlir_errors(build: Build, code: str, fallback: str, err: Exception | None = None) -> StageError:
     diags = []
-    for message, loc in build.errors:
+    found = list(build.errors)
+    for d in getattr(err, "error_diagnostics", None) or []:
+        found.append((str(d.message), str(d.location)))
+    for message, loc in found:
         rng = source_maps.parse_location(loc) or build.fallback_range
-        diags.append(Diagnostic.make(code, message, rng))
+        diag = Diagnostic.make(code, f"{fallback}: {message}", rng)
+        if diag not in diags:
+            diags.append(diag)
     if not diags:
         text = str(err) if err else fallback
         diags.append(Diagnostic.make(code, f"{fallback}: {text.splitlines()[0] if text else ''}", build.fallback_range))
@@ -83,7 +88,7 @@ def stage_lowered(build: Build) -> None:
     lowered = ir.Module.parse(build.module.operation.get_asm(enable_debug_info=True), build.context)
     for op in lowered.body.operations:
         if op.operation.name == "gpu.module":
-            targets = [_nvvm_target(build.target.name)]
+            targets = [_nvvm_target(build.target.name, link_libdevice=False)]
             op.attributes["targets"] = ir.ArrayAttr.get(targets)
     try:
         PassManager.parse(LOWERING, build.context).run(lowered.operation)
@@ -93,8 +98,8 @@ def stage_lowered(build: Build) -> None:
     build.texts["lowered"], build.maps["lowered"] = source_maps.mlir_text_and_map(_printed(lowered.operation))
 
 
-def _nvvm_target(chip: str) -> Any:
-    libdevice = toolchain.libdevice_path()
+def _nvvm_target(chip: str, link_libdevice: bool) -> Any:
+    libdevice = toolchain.libdevice_path() if link_libdevice else None
     link = f', link = ["{libdevice}"]' if libdevice else ""
     return ir.Attribute.parse(f'#nvvm.target<O = 3, chip = "{chip}", features = "+ptx80"{link}>')
 
@@ -115,6 +120,10 @@ def stage_llvm(build: Build) -> None:
 
 def stage_ptx(build: Build) -> None:
     module = ir.Module.parse(build.lowered_module.operation.get_asm(enable_debug_info=True), build.context)
+    if "@__nv_" in build.texts["lowered"]:  # libdevice math: link it (parsing it costs ~20 ms)
+        for op in module.body.operations:
+            if op.operation.name == "gpu.module":
+                op.attributes["targets"] = ir.ArrayAttr.get([_nvvm_target(build.target.name, link_libdevice=True)])
     try:
         PassManager.parse(TO_PTX, build.context).run(module.operation)
     except ir.MLIRError as err:

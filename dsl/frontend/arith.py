@@ -175,7 +175,7 @@ def _wrap(like: Any, value: Any, dtype: DType) -> Any:
 def binary(op: str, a: Any, b: Any) -> Any:
     """`a <op> b` where `op` is an `ast` operator name; folds when both are Python values."""
     if not (isinstance(a, Scalar | Vector) or isinstance(b, Scalar | Vector)):
-        return PY_OPS[op](a, b)
+        return _python(op, a, b)
     sym = SYMBOLS[op]
     if op == "Pow":
         return _power(a, b)
@@ -200,6 +200,14 @@ def binary(op: str, a: Any, b: Any) -> Any:
         "BitAnd": arith.andi, "BitOr": arith.ori, "BitXor": arith.xori,
     }
     return _wrap(x, table[op](x.value, y.value), ty)
+
+
+def _python(op: str, a: Any, b: Any) -> Any:
+    """A compile-time operation; Python's own errors become type errors at the expression."""
+    try:
+        return PY_OPS[op](a, b)
+    except Exception as err:
+        raise DSLTypeError(f"'{SYMBOLS[op]}' on {type_name(a)} and {type_name(b)}: {err}") from None
 
 
 def _power(a: Any, b: Any) -> Any:
@@ -228,7 +236,7 @@ def compare(op: str, a: Any, b: Any) -> Any:
     if not (isinstance(a, Scalar) or isinstance(b, Scalar)):
         if isinstance(a, Vector) or isinstance(b, Vector):
             raise DSLTypeError("comparisons of vectors are not supported; compare elements")
-        return PY_OPS[op](a, b)
+        return _python(op, a, b)
     x, y, ty = common(a, b, SYMBOLS[op])
     if ty.is_float:
         pred = getattr(arith.CmpFPredicate, _CMPF[op])

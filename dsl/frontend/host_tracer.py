@@ -22,6 +22,7 @@ from mlir.dialects import func
 
 from dsl.diagnostics import Diagnostic, DiagnosticError, SourceRange
 from dsl.frontend import arith as A
+from dsl.compiler.specs import evaluate_annotation
 from dsl.frontend.kernel_tracer import ParamSpec, TracedKernel, flatten_params
 from dsl.frontend.source import FunctionSource, location
 from dsl.frontend.static_checks import (
@@ -225,7 +226,7 @@ class HostTracer(Tracer):
         for name, param in sig.parameters.items():
             value = bound.arguments[name]
             node = arg_nodes.get(name, call.node)
-            ann = param.annotation
+            ann = evaluate_annotation(kernel.fn, param.annotation)
             if isinstance(ann, ConstexprType):
                 if isinstance(value, Scalar | HostTensor):
                     raise self.fail("DSL301", node, f"'{name}' is Constexpr; pass a compile-time value")

@@ -74,6 +74,42 @@ def _unary_math(name: str, op: Any) -> Any:
     return impl
 
 
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+def _exp2_based(name: str) -> Any:
+    """exp and log on f32 through the hardware's ex2/lg2 (2 ulp), as CUDA's fast math does.
+
+    The NVVM intrinsics map to single PTX instructions (`ex2.approx`, `lg2.approx`); other float types
+    keep the `math` op (lowered through libdevice, correctly rounded).
+    """
+    def impl(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        from mlir.dialects import arith, llvm
+
+        if len(args) != 1 or kwargs:
+            raise DSLTypeError(f"dsl.{name} takes one argument")
+        (v,), ty = _float(name, args[0])
+        if ty.name != "f32":
+            op = math.exp if name == "exp" else math.log
+            return _wrap(v, op(v.value), ty)
+        scale = A.constant(LOG2E if name == "exp" else LN2, ty).value
+
+        f32 = ty.mlir_type()
+
+        def scalar(x: Any) -> Any:
+            if name == "exp":
+                return llvm.call_intrinsic(f32, "llvm.nvvm.ex2.approx.ftz.f", [arith.mulf(x, scale)], [], [])
+            return arith.mulf(llvm.call_intrinsic(f32, "llvm.nvvm.lg2.approx.ftz.f", [x], [], []), scale)
+
+        if isinstance(v, Vector):  # the NVVM lowering takes these per lane
+            lanes = [scalar(vector.extract(v.value, [], [k])) for k in range(v.width)]
+            return Vector(vector.from_elements(v.value.type, lanes), ty, v.width)
+        return Scalar(scalar(v.value), ty)
+
+    return impl
+
+
 def _fma(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     if len(args) != 3:
         raise DSLTypeError("dsl.fma takes three arguments")
@@ -201,8 +237,8 @@ def _shared_allocator(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> A
 
 
 IMPLS: dict[Any, Any] = {
-    I.exp: _unary_math("exp", math.exp),
-    I.log: _unary_math("log", math.log),
+    I.exp: _exp2_based("exp"),
+    I.log: _exp2_based("log"),
     I.sqrt: _unary_math("sqrt", math.sqrt),
     I.rsqrt: _unary_math("rsqrt", math.rsqrt),
     I.sin: _unary_math("sin", math.sin),

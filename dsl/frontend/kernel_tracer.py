@@ -183,7 +183,7 @@ class KernelTracer(Tracer):
                  align: int = 16) -> SharedArray:
         if not isinstance(dtype, DType):
             raise DSLTypeError(f"SharedAllocator.array needs a DSL scalar type, got {type_name(dtype)}")
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = (shape,) if not isinstance(shape, tuple | list) else tuple(shape)
         if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
             raise DSLTypeError(f"shared array shape must be positive compile-time ints, got {shape!r}")
         array = SharedArray(None, dtype, shape)

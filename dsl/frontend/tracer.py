@@ -185,6 +185,11 @@ class Tracer:
             except (DSLTypeError, DSLUnsupported) as err:
                 code = "DSL301" if isinstance(err, DSLTypeError) else "DSL302"
                 raise self.fail(code, stmt, str(err)) from None
+            except (DiagnosticError, _LoopSignal, _Cascade):
+                raise
+            except Exception as err:  # a compiler bug: still point at the user's statement
+                raise self.fail("DSL402", stmt, f"internal error while tracing this statement: "
+                                f"{type(err).__name__}: {err}") from err
 
     def stmt_Pass(self, stmt: ast.Pass) -> None:
         pass

@@ -1,0 +1,67 @@
+"""`kdsl ir FILE[::FUNCTION] [--stage STAGE] [--target sm_XX]`: print a stage of each function.
+
+Runs the file (it is the user's own program, run on request) statement by statement,
+compiles every kernel and jit function (or the one named) and prints the chosen stage
+with a resources summary. Diagnostics go to stderr as `path:line:col: CODE message`;
+the exit code is 1 when any error was found, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from dsl.compiler.pipeline import STAGE_NAMES
+from dsl.compiler.targets import TARGETS
+from dsl.module_analysis import analyze_source
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kdsl ir", description="Print a compiler stage of a file's kernels.")
+    parser.add_argument("file", help="FILE or FILE::FUNCTION")
+    parser.add_argument("--stage", default="ptx", choices=STAGE_NAMES)
+    parser.add_argument("--target", default=None, choices=sorted(TARGETS))
+    args = parser.parse_args(argv)
+    path, _, only = args.file.partition("::")
+    path = os.path.abspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except OSError as err:
+        print(f"kdsl ir: cannot read {path}: {err.strerror}", file=sys.stderr)
+        return 2
+    sys.path.insert(0, os.path.dirname(path))  # the file's own imports, as when run as a script
+    report = analyze_source(source, path, target=args.target)
+    functions = [f for f in report.functions if not only or f.name == only]
+    if only and not functions:
+        names = ", ".join(f.name for f in report.functions) or "none"
+        print(f"kdsl ir: no kernel or jit function named {only!r} in {path} (found: {names})", file=sys.stderr)
+        return 2
+    for fn in functions:
+        compiled = fn.compiled
+        print(f"// ===== {fn.kind} {fn.name} =====")
+        if compiled is None:
+            print("// (did not compile; see the diagnostics)")
+            continue
+        for k in compiled.kernels:
+            if k.resources is not None:
+                print(f"// {k.symbol}: {k.resources.summary()}")
+        text = compiled.sass if args.stage == "sass" else compiled.stages.get(args.stage)
+        if text is None:
+            reason = "this is a kernel (launchers belong to jit functions)" if args.stage == "launcher" else \
+                "the tool for it (nvdisasm) was not found"
+            print(f"// stage {args.stage} is not available: {reason}")
+            continue
+        print(text.rstrip("\n"))
+    diagnostics = report.diagnostics + [d for f in functions for d in f.diagnostics]
+    seen = []
+    for d in diagnostics:
+        if d not in seen:
+            seen.append(d)
+            print(d.format(), file=sys.stderr)
+    return 1 if any(d.is_error for d in seen) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""Array arguments without depending on any array library.
+
+`describe(obj)` reads a GPU array's device pointer, shape, strides (in elements), dtype
+and device from whatever it offers, fastest first:
+
+1. PyTorch tensors and CuPy arrays, recognised by type only when their module is already
+   imported (kdsl never imports them), read through their cheap attributes;
+2. `__cuda_array_interface__` (CuPy, Numba, and plain objects);
+3. `__dlpack__` / `__dlpack_device__` (JAX and any DLPack producer): the capsule is
+   parsed with ctypes, for both `DLManagedTensor` and `DLManagedTensorVersioned`.
+
+`check_tensor` then rejects, before any launch, what a kernel cannot take: host arrays,
+arrays on another device, a dtype or rank other than the specialization's, a non-unit
+innermost stride, and sizes or strides that do not fit the kernels' 32-bit indices.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from typing import Any
+
+from dsl.language.types import SCALAR_TYPES, DType, dtype_from_foreign
+
+INT32_MAX = 2**31 - 1
+
+
+class ArgumentError(TypeError):
+    """An argument cannot be passed to the kernel; raised before anything is launched."""
+
+
+# --- DLPack structures ----------------------------------------------------------------------
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+class _DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("version", _DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", _DLTensor),
+    ]
+
+
+_capsule_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_get_pointer.restype = ctypes.c_void_p
+_capsule_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_get_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_get_name.restype = ctypes.c_char_p
+_capsule_get_name.argtypes = [ctypes.py_object]
+
+# DLDeviceType values
+DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
+_DEVICE_NAMES = {1: "CPU", 2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7: "Vulkan", 8: "Metal",
+                 10: "ROCm", 13: "CUDA managed"}
+# DLDataTypeCode -> kind
+_DL_CODES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 6: "bool"}
+
+
+def _dl_dtype(code: int, bits: int, lanes: int) -> DType | None:
+    if lanes != 1:
+        return None
+    kind = _DL_CODES.get(code)
+    if kind == "bool":
+        return SCALAR_TYPES["bool"]
+    if kind == "bfloat":
+        return SCALAR_TYPES["bf16"] if bits == 16 else None
+    prefix = {"int": "i", "uint": "u", "float": "f"}.get(kind or "")
+    return SCALAR_TYPES.get(f"{prefix}{bits}") if prefix else None
+
+
+_TYPESTR = {"b1": "bool", "i1": "i8", "i2": "i16", "i4": "i32", "i8": "i64", "u1": "u8", "u2": "u16",
+            "u4": "u32", "u8": "u64", "f2": "f16", "f4": "f32", "f8": "f64"}
+
+
+def _typestr_dtype(typestr: str, descr: Any = None) -> DType | None:
+    if typestr[0] == ">":
+        return None  # big-endian data
+    name = _TYPESTR.get(typestr[1:])
+    if typestr[1:] == "V2" and descr and "bfloat16" in str(descr):
+        name = "bf16"
+    return SCALAR_TYPES.get(name) if name else None
+
+
+# --- describing arrays --------------------------------------------------------------------------
+
+def _from_cai(obj: Any, cai: dict) -> tuple:
+    shape = tuple(int(s) for s in cai["shape"])
+    dtype = _typestr_dtype(cai["typestr"], cai.get("descr"))
+    if dtype is None:
+        raise ArgumentError(f"unsupported element type {cai['typestr']!r}")
+    ptr = int(cai["data"][0] or 0)
+    strides_b = cai.get("strides")
+    if strides_b is None:
+        strides = _contiguous(shape)
+    else:
+        size = dtype.nbytes
+        if any(s % size for s in strides_b):
+            raise ArgumentError(f"strides {tuple(strides_b)} (bytes) are not multiples of the element size {size}")
+        strides = tuple(int(s) // size for s in strides_b)
+    return ptr, shape, strides, dtype, None, None
+
+
+def _contiguous(shape: tuple) -> tuple:
+    strides = []
+    acc = 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(1, s)
+    return tuple(reversed(strides))
+
+
+def _from_dlpack(obj: Any) -> tuple:
+    try:
+        dev_type, dev_id = obj.__dlpack_device__()
+    except Exception as err:
+        raise ArgumentError(f"__dlpack_device__() failed: {err}") from None
+    dev_type = int(dev_type)
+    if dev_type not in (DL_CUDA, DL_CUDA_MANAGED):
+        where = _DEVICE_NAMES.get(dev_type, f"device type {dev_type}")
+        raise ArgumentError(f"is a {where} array; kernels need GPU (CUDA device) memory — move it to the GPU first")
+    try:
+        capsule = obj.__dlpack__(max_version=(1, 0))
+    except TypeError:
+        capsule = obj.__dlpack__()
+    name = _capsule_get_name(capsule)
+    if name == b"dltensor_versioned":
+        managed = _DLManagedTensorVersioned.from_address(_capsule_get_pointer(capsule, name))
+    elif name == b"dltensor":
+        managed = _DLManagedTensor.from_address(_capsule_get_pointer(capsule, name))
+    else:
+        raise ArgumentError(f"__dlpack__() returned a capsule named {name!r}, not a DLPack tensor")
+    t = managed.dl_tensor
+    ndim = t.ndim
+    shape = tuple(t.shape[i] for i in range(ndim))
+    strides = tuple(t.strides[i] for i in range(ndim)) if t.strides else _contiguous(shape)
+    dtype = _dl_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    if dtype is None:
+        raise ArgumentError(f"unsupported DLPack element type (code {t.dtype.code}, {t.dtype.bits} bits, "
+                            f"{t.dtype.lanes} lanes)")
+    ptr = (t.data or 0) + t.byte_offset
+    # `capsule` is dropped unconsumed here: its destructor releases the producer's view, while
+    # `obj` (still referenced by the caller) keeps the memory alive.
+    return ptr, shape, strides, dtype, int(dev_id), None
+
+
+_TORCH_DTYPES: dict[Any, DType | None] = {}
+
+
+def _from_torch(t: Any) -> tuple:
+    dev = t.get_device()
+    if dev < 0:
+        raise ArgumentError(f"is a CPU tensor (device {t.device}); kernels need GPU memory — use .cuda() first")
+    dt = t.dtype
+    dtype = _TORCH_DTYPES.get(dt, False)
+    if dtype is False:
+        dtype = _TORCH_DTYPES[dt] = dtype_from_foreign(dt)
+    if dtype is None:
+        raise ArgumentError(f"unsupported element type {dt}")
+    return t.data_ptr(), tuple(t.shape), t.stride(), dtype, dev, "torch"
+
+
+def _from_cupy(a: Any) -> tuple:
+    dtype = dtype_from_foreign(a.dtype)
+    if dtype is None:
+        raise ArgumentError(f"unsupported element type {a.dtype}")
+    size = a.itemsize
+    return a.data.ptr, a.shape, tuple(s // size for s in a.strides), dtype, a.device.id, "cupy"
+
+
+_READERS: dict[type, Any] = {}
+
+
+def _reader_for(tp: type) -> Any:
+    reader = _READERS.get(tp)
+    if reader is not None:
+        return reader
+    torch = sys.modules.get("torch")
+    cupy = sys.modules.get("cupy")
+    if torch is not None and issubclass(tp, torch.Tensor):
+        reader = _from_torch
+    elif cupy is not None and issubclass(tp, cupy.ndarray):
+        reader = _from_cupy
+    elif hasattr(tp, "__cuda_array_interface__"):
+        reader = lambda obj: _from_cai(obj, obj.__cuda_array_interface__)  # noqa: E731
+    elif hasattr(tp, "__dlpack__"):
+        reader = _from_dlpack
+    elif hasattr(tp, "__array_interface__") or hasattr(tp, "__array__"):
+        reader = _host_array
+    else:
+        reader = _not_an_array
+    _READERS[tp] = reader
+    return reader
+
+
+def _host_array(obj: Any) -> tuple:
+    raise ArgumentError(f"is a host array ({type(obj).__module__}.{type(obj).__name__}); kernels need GPU memory "
+                        "(a torch CUDA tensor, a CuPy array, or any DLPack CUDA array)")
+
+
+def _not_an_array(obj: Any) -> tuple:
+    raise ArgumentError(f"is a {type(obj).__name__}, not a GPU array (expected an object with __dlpack__ "
+                        "or __cuda_array_interface__)")
+
+
+def describe(obj: Any) -> tuple:
+    """(ptr, shape, strides in elements, dtype, device ordinal or None, framework or None)."""
+    return _reader_for(type(obj))(obj)
+
+
+def check_tensor(obj: Any, name: str, dtype: str, rank: int, device: int | None = None) -> tuple:
+    """Validates `obj` against the specialization; returns (ptr, shape, strides, device, framework)."""
+    try:
+        ptr, shape, strides, dt, dev, fw = _reader_for(type(obj))(obj)
+    except ArgumentError as err:
+        raise ArgumentError(f"argument '{name}' {err}") from None
+    if dt.name != dtype:
+        raise ArgumentError(f"argument '{name}' has element type {dt.name}, but this specialization takes "
+                            f"Tensor[{dtype}, {rank}]")
+    if len(shape) != rank:
+        raise ArgumentError(f"argument '{name}' has rank {len(shape)} (shape {tuple(shape)}), but this "
+                            f"specialization takes Tensor[{dtype}, {rank}]")
+    if device is not None and dev is not None and dev != device:
+        raise ArgumentError(f"argument '{name}' is on cuda:{dev}, but the launch runs on cuda:{device}")
+    if rank and strides[-1] != 1 and shape[-1] > 1:
+        raise ArgumentError(f"argument '{name}' has innermost stride {strides[-1]}; kdsl tensors need a unit "
+                            "innermost stride (pass a contiguous array, e.g. .contiguous())")
+    for s in shape:
+        if s > INT32_MAX:
+            raise ArgumentError(f"argument '{name}' has a dimension of {s} elements; kernels index with "
+                                f"32-bit integers (at most {INT32_MAX})")
+    extent = 0
+    for s, st in zip(shape, strides):
+        if s > 1:
+            extent += (s - 1) * abs(st)
+    if extent > INT32_MAX:
+        raise ArgumentError(f"argument '{name}' spans {extent + 1} elements (shape {tuple(shape)}, strides "
+                            f"{tuple(strides)}); kernels index with 32-bit integers (at most {INT32_MAX})")
+    if not ptr:
+        numel = 1
+        for s in shape:
+            numel *= s
+        if numel:
+            raise ArgumentError(f"argument '{name}' has a null data pointer")
+    return ptr, tuple(shape), tuple(strides), dev, fw

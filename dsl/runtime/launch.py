@@ -1,0 +1,312 @@
+"""The runtime object `rt` that generated launchers call: arguments, streams, launches.
+
+A generated launcher (the `launcher` stage) calls, for one jit specialization:
+
+    x_ptr, x_shape, x_strides = rt.tensor_arg(x, 'x', 'f32', 1)
+    a = rt.scalar_arg(a, 'a', 'f32')
+    rt.launch('saxpy', grid=(gx, gy, gz), block=(bx, by, bz), smem=0, stream=stream,
+              cluster=None, args=[(x_ptr, 'ptr'), (x_shape[0], 'i32'), (a, 'f32'), ...])
+
+Kernel parameters are packed with one precompiled `struct` format into a buffer allocated
+once per kernel (and thread), each parameter in its own 8-byte slot, with a cached `void**`
+array pointing at the slots; `cuLaunchKernel` copies them at launch. Every CUresult is
+checked: a failure raises `LaunchError` (DSL601) naming the kernel, grid, block and shared
+memory and pointing at the `.launch(...)` call.
+
+Streams: `stream=` may be an int handle, a `CUstream`, or an object with `.cuda_stream`
+(PyTorch), `.ptr` (CuPy) or `__cuda_stream__`. Without one, a launch whose tensors come from
+PyTorch or CuPy goes on that library's current stream (read only if the library is already
+imported), else on the default stream. `KDSL_NVTX=1` wraps each launch in an NVTX range
+named after the kernel, when the `nvtx` package (or PyTorch) provides NVTX.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import sys
+import threading
+from typing import Any
+
+from dsl.diagnostics import SourceRange
+from dsl.runtime import driver as _driver_mod
+from dsl.runtime.dlpack import ArgumentError, check_tensor
+from dsl.runtime.driver import DriverError, LaunchError, driver
+from dsl.runtime.module import DEFAULT_SMEM_LIMIT, ModuleImage
+
+_FORMATS = {
+    "ptr": "Q", "i32": "i", "f32": "f", "i64": "q", "f64": "d", "u32": "I", "f16": "e", "bf16": "H",
+    "bool": "?", "i8": "b", "i16": "h", "u8": "B", "u16": "H", "u64": "Q", "index": "q",
+}
+_INT_CODES = {"i32", "i64", "u32", "i8", "i16", "u8", "u16", "u64", "index", "bool"}
+_FLOAT_CODES = {"f32", "f64", "f16", "bf16"}
+
+
+def _bf16_bits(value: float) -> int:
+    """Round-to-nearest-even bfloat16 bits of a Python float."""
+    (bits,) = struct.unpack("<I", struct.pack("<f", value))
+    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:  # NaN stays NaN
+        return (bits >> 16) | 0x40
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+class ArgPacker:
+    """One kernel's parameter buffer and `void**` array, filled with one `pack_into`."""
+
+    __slots__ = ("codes", "struct", "buf", "ptrs", "address", "bf16")
+
+    def __init__(self, codes: tuple[str, ...]):
+        fmt = "<"
+        for code in codes:
+            if code not in _FORMATS:
+                raise ArgumentError(f"unknown kernel parameter type code {code!r}")
+            c = _FORMATS[code]
+            fmt += c + "x" * (8 - struct.calcsize("<" + c))
+        self.codes = codes
+        self.struct = struct.Struct(fmt)
+        self.buf = (ctypes.c_char * max(8, self.struct.size))()
+        base = ctypes.addressof(self.buf)
+        n = len(codes)
+        self.ptrs = (ctypes.c_void_p * max(1, n))(*[base + 8 * i for i in range(n)])
+        self.address = ctypes.addressof(self.ptrs)
+        self.bf16 = tuple(i for i, c in enumerate(codes) if c == "bf16")
+
+    def pack(self, values: list[Any]) -> int:
+        if self.bf16:
+            for i in self.bf16:
+                values[i] = _bf16_bits(float(values[i]))
+        self.struct.pack_into(self.buf, 0, *values)
+        return self.address
+
+
+def stream_handle(stream: Any) -> int:
+    """The raw CUstream handle of an int, CUstream, PyTorch or CuPy stream object."""
+    if stream is None:
+        return 0
+    if isinstance(stream, int):
+        return stream
+    if hasattr(stream, "__cuda_stream__"):
+        value = stream.__cuda_stream__()
+        return int(value[1] if isinstance(value, tuple) else value)
+    for attr in ("cuda_stream", "ptr", "handle"):
+        value = getattr(stream, attr, None)
+        if isinstance(value, int):
+            return value
+    try:
+        return int(stream)  # cuda.bindings CUstream
+    except (TypeError, ValueError):
+        raise ArgumentError(f"stream={stream!r} is not a CUDA stream (pass an int handle, a CUstream, "
+                            "or a PyTorch/CuPy stream)") from None
+
+
+_torch_raw_stream: Any = None
+
+
+def _torch_stream(device: int | None) -> int:
+    global _torch_raw_stream
+    fn = _torch_raw_stream
+    if fn is None:
+        torch = sys.modules["torch"]
+        raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            fn = raw
+        else:
+            fn = lambda dev: torch.cuda.current_stream(dev).cuda_stream  # noqa: E731
+        _torch_raw_stream = fn
+    return fn(device if device is not None else 0)
+
+
+def _cupy_stream(device: int | None) -> int:
+    return sys.modules["cupy"].cuda.get_current_stream().ptr
+
+
+_FRAMEWORK_STREAMS = {"torch": _torch_stream, "cupy": _cupy_stream}
+
+
+def _nvtx_ranges() -> tuple[Any, Any] | None:
+    if os.environ.get("KDSL_NVTX", "") not in ("1", "true", "yes"):
+        return None
+    try:
+        import nvtx  # type: ignore[import-not-found]
+
+        return nvtx.push_range, nvtx.pop_range
+    except ImportError:
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            return torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+    return None
+
+
+_single_device: bool | None = None
+
+
+def _context(device: int | None) -> Any:
+    """The context to launch into: the thread's current one (cheap when one GPU is visible)."""
+    global _single_device
+    ctx = getattr(_driver_mod._tls, "ctx", None)
+    if ctx is not None and _single_device:
+        return ctx
+    ctx = _driver_mod.current_context(device)
+    if _single_device is None:
+        _single_device = int(_driver_mod.check(driver().cuDeviceGetCount(), "cuDeviceGetCount")) == 1
+    if device is not None and ctx.device != device:
+        raise ArgumentError(f"the arguments are on cuda:{device} but the current CUDA context is cuda:"
+                            f"{ctx.device}; make that device current (e.g. torch.cuda.set_device({device}))")
+    return ctx
+
+
+class Runtime:
+    """What a generated launcher calls; one per compiled specialization."""
+
+    def __init__(self, image: ModuleImage, launch_ranges: dict[str, SourceRange] | None = None, name: str = ""):
+        self.image = image
+        self.name = name
+        self.launch_ranges = launch_ranges or {}
+        self._functions: dict[tuple[int, str], Any] = {}
+        self._packers: dict[tuple[str, int], ArgPacker] = {}
+        self._nvtx = _nvtx_ranges()
+        self._device: int | None = None
+        self._framework: str | None = None
+        self._drv = None
+
+    # -- per call ---------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        """Forgets what the previous call's tensors said about device and framework."""
+        self._device = None
+        self._framework = None
+
+    def tensor_arg(self, value: Any, name: str, dtype: str, rank: int) -> tuple:
+        ptr, shape, strides, dev, fw = check_tensor(value, name, dtype, rank, self._device)
+        if dev is not None:
+            self._device = dev
+        if fw is not None:
+            self._framework = fw
+        return ptr, shape, strides
+
+    def scalar_arg(self, value: Any, name: str, code: str) -> Any:
+        tp = type(value)
+        if code in _FLOAT_CODES:
+            if tp is float or tp is int:
+                return value
+        elif code == "bool":
+            if tp is bool:
+                return value
+        elif code in _INT_CODES:
+            if tp is int or tp is bool:
+                return int(value)
+        return self._convert_scalar(value, name, code)
+
+    def _convert_scalar(self, value: Any, name: str, code: str) -> Any:
+        # numpy / torch scalars and 0-d arrays
+        item = getattr(value, "item", None)
+        if item is not None and not isinstance(value, int | float):
+            try:
+                value = item()
+            except Exception:
+                pass
+        if code in _FLOAT_CODES and isinstance(value, int | float):
+            return float(value)
+        if code in _INT_CODES and isinstance(value, int):
+            return int(value)
+        if code in _INT_CODES and isinstance(value, float) and value.is_integer():
+            raise ArgumentError(f"argument '{name}' is a float ({value!r}) but the parameter is {code}; "
+                                "pass an int")
+        raise ArgumentError(f"argument '{name}' must be a {'float' if code in _FLOAT_CODES else 'int'} "
+                            f"for a {code} parameter, not {type(value).__name__} ({value!r})")
+
+    # -- launching --------------------------------------------------------------------------
+
+    def launch(self, symbol: str, grid: tuple, block: tuple, smem: int = 0, stream: Any = None,
+               cluster: tuple | None = None, args: list | tuple = ()) -> None:
+        ctx = _context(self._device)
+        fn = self._functions.get((ctx.key, symbol))
+        if fn is None:
+            fn = self._load(ctx, symbol, grid, block, smem)
+        gx, gy, gz = grid
+        if gx <= 0 or gy <= 0 or gz <= 0:
+            if gx == 0 or gy == 0 or gz == 0:
+                return  # an empty grid: nothing to do (e.g. a zero-size tensor)
+            raise self._error(f"grid dimensions must be positive", symbol, grid, block, smem)
+        if smem > fn.smem_allowed:
+            self._grow_smem(fn, symbol, grid, block, smem)
+        tid = threading.get_ident()
+        packer = self._packers.get((symbol, tid))
+        if packer is None:
+            packer = self._packers[(symbol, tid)] = ArgPacker(tuple(code for _, code in args))
+        try:
+            params = packer.pack([v for v, _ in args])
+        except (struct.error, TypeError, OverflowError) as err:
+            raise self._error(f"a kernel argument does not fit its parameter type "
+                              f"({', '.join(c for _, c in args)}): {err}", symbol, grid, block, smem) from None
+        if stream is None:
+            fw = self._framework
+            handle = _FRAMEWORK_STREAMS[fw](self._device) if fw is not None else 0
+        elif type(stream) is int:
+            handle = stream
+        else:
+            handle = stream_handle(stream)
+        nvtx = self._nvtx
+        if nvtx is not None:
+            nvtx[0](symbol)
+        try:
+            if cluster is None:
+                try:
+                    (err,) = self._drv.cuLaunchKernel(fn.handle, gx, gy, gz, block[0], block[1], block[2],
+                                                      smem, handle, params, 0)
+                except (OverflowError, TypeError, ValueError) as exc:
+                    raise self._error(str(exc), symbol, grid, block, smem) from None
+            else:
+                err = self._launch_cluster(fn, grid, block, smem, handle, params, cluster)
+        finally:
+            if nvtx is not None:
+                nvtx[1]()
+        if err:
+            name, text = _driver_mod.error_text(err)
+            raise self._error(f"{name}" + (f" ({text})" if text else ""), symbol, grid, block, smem,
+                              int(err), name)
+
+    def _load(self, ctx: Any, symbol: str, grid: tuple, block: tuple, smem: int) -> Any:
+        self._drv = driver()
+        try:
+            fn = self.image.function(ctx, symbol)
+        except DriverError as err:
+            raise self._error(str(err), symbol, grid, block, smem, err.code, err.name) from None
+        self._functions[(ctx.key, symbol)] = fn
+        return fn
+
+    def _grow_smem(self, fn: Any, symbol: str, grid: tuple, block: tuple, smem: int) -> None:
+        limit = fn.max_dynamic_smem()
+        if smem > limit:
+            raise self._error(
+                f"{smem} bytes of dynamic shared memory requested, but {fn.ctx.name} allows at most {limit} "
+                f"per block for this kernel ({fn.ctx.smem_optin} opt-in maximum, {fn.static_smem} static)",
+                symbol, grid, block, smem)
+        if smem > DEFAULT_SMEM_LIMIT - fn.static_smem:
+            try:
+                fn.allow_smem(smem)
+            except DriverError as err:
+                raise self._error(str(err), symbol, grid, block, smem, err.code, err.name) from None
+
+    def _launch_cluster(self, fn: Any, grid: tuple, block: tuple, smem: int, stream: int, params: int,
+                        cluster: tuple) -> Any:
+        drv = self._drv
+        cluster = tuple(cluster) + (1,) * (3 - len(cluster))
+        config = drv.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = block
+        config.sharedMemBytes = smem
+        config.hStream = drv.CUstream(stream)
+        attr = drv.CUlaunchAttribute()
+        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+        config.attrs = [attr]
+        config.numAttrs = 1
+        (err,) = drv.cuLaunchKernelEx(config, fn.handle, params, 0)
+        return err
+
+    def _error(self, message: str, symbol: str, grid: tuple, block: tuple, smem: int, code: int = 0,
+               name: str = "") -> LaunchError:
+        return LaunchError(message, kernel=symbol, grid=grid, block=block, smem=smem, code=code, name=name,
+                           range=self.launch_ranges.get(symbol))
