@@ -140,6 +140,8 @@ def _compile_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, targ
     if block is not None and original is None:
         fn.known_block_size = list(block)  # the inferred contract, for this compile only
     try:
-        return compile_function(fn, tuple(args), {}, target, until=until)
+        compiled, diagnostics = compile_function(fn, tuple(args), {}, target, until=until)
+        # annotation mismatches belong to the launch that passed the arguments (reported there)
+        return compiled, [d for d in diagnostics if d.code != "DSL101"]
     finally:
         fn.known_block_size = original

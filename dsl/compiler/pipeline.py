@@ -79,7 +79,11 @@ def _mlir_errors(build: Build, code: str, fallback: str, err: Exception | None =
 
 
 def stage_traced(build: Build) -> None:
-    if not build.module.operation.verify():
+    try:
+        ok = build.module.operation.verify()
+    except ir.MLIRError as err:
+        raise _mlir_errors(build, "DSL401", "the traced IR failed verification", err) from None
+    if not ok:
         raise _mlir_errors(build, "DSL401", "the traced IR failed verification")
     build.texts["traced"], build.maps["traced"] = source_maps.mlir_text_and_map(_printed(build.module.operation))
 

@@ -15,7 +15,7 @@ from dsl.diagnostics import SourceRange
 _LOC_DEF = re.compile(r"^(#loc\d*) = loc\((.*)\)\s*$")
 _TRAILING_LOC = re.compile(r"\s*loc\(((?:[^()]|\([^()]*\))*)\)\s*$")
 _INLINE_LOC = re.compile(r"\s*loc\((?:#loc\d*|\"[^\"]*\"[^()]*?|(?:callsite|fused)\([^()]*(?:\([^()]*\)[^()]*)*\))\)")
-_FILE_LOC = re.compile(r'"([^"]+)":(\d+):(\d+)(?: to (?:(\d+):)?(\d+))?')
+_FILE_LOC = re.compile(r'"([^"]+)":(\d+):(\d+)(?: to (\d*):(\d+))?')
 
 
 def parse_location(text: str, aliases: dict[str, str] | None = None) -> SourceRange | None:

@@ -92,7 +92,7 @@ def strip_debug_sections(ptx: str) -> str:
     Like `nvcc -lineinfo`: ptxas then optimises exactly as without line info (the `debug`
     flag alone made ptxas spend registers), yet profilers and our maps still see lines.
     """
-    ptx = re.sub(r"^(\.target\s+sm_\w+),\s*debug\s*$", r"\1", ptx, flags=re.M)
+    ptx = re.sub(r"^(\.target[ \t]+sm_\w+),[ \t]*debug[ \t]*$", r"\1", ptx, flags=re.M)
     ptx = re.sub(r"^\s*\.section\s+\.debug_\w+\s*\{.*?^\s*\}\s*$\n?", "", ptx, flags=re.M | re.S)
     ptx = re.sub(r"^\s*\.section\s+\.debug_\w+\s*\{\s*\}\s*$\n?", "", ptx, flags=re.M)
     return ptx

@@ -191,7 +191,7 @@ def _printf(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
         if v.dtype.is_float and v.dtype.bits < 64:
             v = A.cast(v, DType("f64", "float", 64))  # C varargs promote floats to double
         values.append(v.value)
-    gpu.printf(args[0], values)
+    gpu.printf(args[0], *values)
 
 
 def _cast(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:

@@ -102,7 +102,7 @@ def _math(name: str, doc: str) -> Any:
 
 exp = _math("exp", "e**x, elementwise, for float scalars and vectors.")
 log = _math("log", "Natural logarithm, for floats.")
-sqrt = _math("sqrt", "Square root, correctly rounded, for floats.")
+sqrt = _math("sqrt", "Square root, for floats (f32: the hardware approximation, as CUDA fast math).")
 rsqrt = _math("rsqrt", "1 / sqrt(x), for floats.")
 sin = _math("sin", "Sine, for floats.")
 cos = _math("cos", "Cosine, for floats.")

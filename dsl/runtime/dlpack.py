@@ -215,9 +215,21 @@ def _reader_for(tp: type) -> Any:
     elif hasattr(tp, "__array_interface__") or hasattr(tp, "__array__"):
         reader = _host_array
     else:
-        reader = _not_an_array
+        reader = _by_instance
     _READERS[tp] = reader
     return reader
+
+
+def _by_instance(obj: Any) -> tuple:
+    """Objects whose array protocols are instance attributes rather than on their type."""
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return _from_cai(obj, cai)
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        return _from_dlpack(obj)
+    if hasattr(obj, "__array_interface__") or hasattr(obj, "__array__"):
+        return _host_array(obj)
+    return _not_an_array(obj)
 
 
 def _host_array(obj: Any) -> tuple:

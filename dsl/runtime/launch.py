@@ -54,7 +54,7 @@ def _bf16_bits(value: float) -> int:
 class ArgPacker:
     """One kernel's parameter buffer and `void**` array, filled with one `pack_into`."""
 
-    __slots__ = ("codes", "struct", "buf", "ptrs", "address", "bf16")
+    __slots__ = ("address", "bf16", "buf", "codes", "ptrs", "struct")
 
     def __init__(self, codes: tuple[str, ...]):
         fmt = "<"
@@ -228,7 +228,7 @@ class Runtime:
         if gx <= 0 or gy <= 0 or gz <= 0:
             if gx == 0 or gy == 0 or gz == 0:
                 return  # an empty grid: nothing to do (e.g. a zero-size tensor)
-            raise self._error(f"grid dimensions must be positive", symbol, grid, block, smem)
+            raise self._error("grid dimensions must be positive", symbol, grid, block, smem)
         if smem > fn.smem_allowed:
             self._grow_smem(fn, symbol, grid, block, smem)
         tid = threading.get_ident()

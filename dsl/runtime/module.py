@@ -25,7 +25,7 @@ DEFAULT_SMEM_LIMIT = 48 * 1024
 class LoadedFunction:
     """A kernel's handle in one context and the dynamic shared memory it is allowed."""
 
-    __slots__ = ("handle", "symbol", "static_smem", "smem_allowed", "ctx")
+    __slots__ = ("ctx", "handle", "smem_allowed", "static_smem", "symbol")
 
     def __init__(self, handle: Any, symbol: str, static_smem: int, ctx: Context):
         self.handle = handle

@@ -1,0 +1,252 @@
+"""Calling a `@dsl.jit` function: specialize, compile once, then launch cheaply.
+
+The first call with a new specialization (argument dtypes and ranks, Constexpr values)
+compiles it — or reads it from the on-disk cache (`dsl.compiler.disk_cache`) — and turns
+the generated launcher source into a Python function. Every later call with the same
+specialization costs a dictionary lookup on a key built from the arguments' types, then
+the launcher: argument checks, grid arithmetic, one `cuLaunchKernel` per launch.
+
+`stream=` (keyword only) chooses the CUDA stream; see `dsl.runtime.launch`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import warnings
+from typing import Any
+
+from dsl.runtime.launch import Runtime
+from dsl.runtime.module import ModuleImage
+
+_SCALAR_TYPES = (int, float, bool)
+
+
+class _Specialization:
+    __slots__ = ("direct", "entry", "launch", "loaded_from_disk", "plan", "rt")
+
+    def __init__(self, launch: Any, rt: Runtime, direct: int | None, plan: list, entry: Any, from_disk: bool):
+        self.launch = launch
+        self.rt = rt
+        self.direct = direct  # when not None: the launcher takes args[:direct] as they come
+        self.plan = plan  # else: ("arg", i) | ("kw", name) | ("default", value) per runtime parameter
+        self.entry = entry
+        self.loaded_from_disk = from_disk
+
+
+class _JitState:
+    """Per `@jit` function: its parameters and its specializations."""
+
+    __slots__ = ("names", "scalar", "signature", "specs", "target")
+
+    def __init__(self, jit_fn: Any):
+        from dsl.compiler.specs import evaluate_annotation
+        from dsl.language.types import DType
+
+        self.signature = inspect.signature(jit_fn.fn)
+        self.names = list(self.signature.parameters)
+        # True where the parameter is annotated with a scalar type: its value is a runtime
+        # argument, so only its Python type belongs in the key; other plain values
+        # (Constexpr, unannotated) are compile-time and their value is part of the key.
+        self.scalar = [isinstance(evaluate_annotation(jit_fn.fn, p.annotation), DType)
+                       for p in self.signature.parameters.values()]
+        self.specs: dict[Any, _Specialization] = {}
+        self.target: str | None = None
+
+
+# --- specialization keys ------------------------------------------------------------------------
+
+_TENSOR_SIGS: dict[type, Any] = {}
+
+
+def _torch_sig(a: Any) -> Any:
+    return (a.dtype, a.dim())
+
+
+def _cupy_sig(a: Any) -> Any:
+    return (a.dtype, a.ndim)
+
+
+def _slow_sig(a: Any) -> Any:
+    t = type(a)
+    torch = sys.modules.get("torch")
+    cupy = sys.modules.get("cupy")
+    if torch is not None and isinstance(a, torch.Tensor):
+        _TENSOR_SIGS[t] = _torch_sig
+        return _torch_sig(a)
+    if cupy is not None and isinstance(a, cupy.ndarray):
+        _TENSOR_SIGS[t] = _cupy_sig
+        return _cupy_sig(a)
+    dtype = getattr(a, "dtype", None)
+    shape = getattr(a, "shape", None)
+    if dtype is not None and shape is not None:
+        return (t, str(dtype), len(tuple(shape)))
+    try:
+        hash(a)
+        return (t, a)
+    except TypeError:
+        return (t, repr(a))
+
+
+def _sig(a: Any, scalar: bool) -> Any:
+    t = type(a)
+    if t is float or t is int or t is bool:
+        return t if scalar else (t, a)
+    f = _TENSOR_SIGS.get(t)
+    if f is not None:
+        return f(a)
+    return _slow_sig(a)
+
+
+def _key(state: _JitState, args: tuple, kwargs: dict) -> Any:
+    scalar = state.scalar
+    key = tuple([_sig(a, scalar[i] if i < len(scalar) else False) for i, a in enumerate(args)])
+    if kwargs:
+        names = state.names
+        key = (key, tuple(sorted(
+            (k, _sig(v, scalar[names.index(k)] if k in names else False)) for k, v in kwargs.items())))
+    return key
+
+
+# --- calling -------------------------------------------------------------------------------------
+
+def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> None:
+    """Runs `jit_fn(*args, **kwargs)` on the GPU (compiling this specialization once)."""
+    try:
+        state = jit_fn._kdsl_state
+    except AttributeError:
+        state = jit_fn._kdsl_state = _JitState(jit_fn)
+    stream = None
+    if kwargs and "stream" in kwargs and "stream" not in state.names:
+        kwargs = dict(kwargs)
+        stream = kwargs.pop("stream")
+    spec = state.specs.get(_key(state, args, kwargs))
+    if spec is None:
+        spec = _specialize(jit_fn, state, args, kwargs)
+    rt = spec.rt
+    rt._device = None
+    rt._framework = None
+    direct = spec.direct
+    if direct is not None:
+        if direct == len(args):
+            return spec.launch(rt, *args, stream=stream)
+        return spec.launch(rt, *args[:direct], stream=stream)
+    values = []
+    for how, what in spec.plan:
+        values.append(args[what] if how == "arg" else kwargs[what] if how == "kw" else what)
+    return spec.launch(rt, *values, stream=stream)
+
+
+def specialization(jit_fn: Any, *args: Any, **kwargs: Any) -> _Specialization:
+    """The loaded specialization a call with these arguments runs (compiling it if needed)."""
+    try:
+        state = jit_fn._kdsl_state
+    except AttributeError:
+        state = jit_fn._kdsl_state = _JitState(jit_fn)
+    spec = state.specs.get(_key(state, args, kwargs))
+    return spec if spec is not None else _specialize(jit_fn, state, args, kwargs)
+
+
+def _specialize(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Specialization:
+    from dsl.compiler.targets import TARGETS
+    from dsl.runtime.driver import current_context
+
+    ctx = current_context()
+    if state.target is None:
+        state.target = ctx.arch if ctx.arch in TARGETS else None
+    entry, from_disk, runtime_names = compile_entry(jit_fn, args, kwargs, state.target)
+    for d in entry.diagnostics:
+        _warn(d)
+    namespace: dict[str, Any] = {}
+    code = compile(entry.launcher, f"<kdsl launcher {entry.name}>", "exec")
+    exec(code, namespace)
+    launch = namespace["launch"]
+    from dsl.diagnostics import SourceRange
+
+    static = {k["symbol"]: (k.get("resources") or {}).get("static_smem", 0) for k in entry.kernels}
+    image = ModuleImage(entry.cubin, entry.ptx, static)
+    ranges = {sym: SourceRange.from_dict(r) for sym, r in entry.launch_ranges.items()}
+    rt = Runtime(image, ranges, entry.name)
+    direct, plan = _plan(state, args, kwargs, runtime_names)
+    spec = _Specialization(launch, rt, direct, plan, entry, from_disk)
+    state.specs[_key(state, args, kwargs)] = spec
+    return spec
+
+
+def _plan(state: _JitState, args: tuple, kwargs: dict, runtime_names: list[str]) -> tuple[int | None, list]:
+    """How to pick the launcher's arguments from a call of this shape."""
+    try:
+        bound = state.signature.bind(*args, **kwargs)
+    except TypeError as err:
+        raise TypeError(f"{err}") from None
+    names = state.names
+    plan: list = []
+    for name in runtime_names:
+        i = names.index(name)
+        if i < len(args):
+            plan.append(("arg", i))
+        elif name in kwargs:
+            plan.append(("kw", name))
+        else:
+            default = state.signature.parameters[name].default
+            if default is inspect.Parameter.empty:
+                raise TypeError(f"missing argument '{name}'")
+            plan.append(("default", default))
+    del bound
+    if not kwargs and all(p == ("arg", i) for i, p in enumerate(plan)):
+        return len(plan), plan
+    return None, plan
+
+
+def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None) -> tuple[Any, bool, list[str]]:
+    """(disk-cache entry, whether it came from disk, launcher parameter names) for a call.
+
+    Needs no GPU: compiles to cubin on a miss and stores the result on disk.
+    """
+    from dsl.compiler import cache, disk_cache
+    from dsl.compiler.api import compile_function
+    from dsl.compiler.specs import resolve_params
+    from dsl.compiler.targets import get_target
+    from dsl.diagnostics import CompileError, DiagnosticSink
+    from dsl.frontend.source import function_source
+
+    src = function_source(jit_fn.fn)
+    sink = DiagnosticSink()
+    params = resolve_params(jit_fn, src, args, kwargs, sink)
+    if params is None:
+        raise CompileError(sink.errors or sink.items)
+    runtime_names = [p.name for p in params if p.kind != "constexpr"]
+    tgt = get_target(target)
+    key = cache.function_key(jit_fn, src, params, tgt.name, "cubin")
+    entry = disk_cache.load(key)
+    if entry is not None:
+        return entry, True, runtime_names
+    with disk_cache.lock(key):
+        entry = disk_cache.load(key)  # another process may have compiled it meanwhile
+        if entry is not None:
+            return entry, True, runtime_names
+        compiled, diags = compile_function(jit_fn, args, kwargs, target, until="cubin")
+        errors = [d for d in diags if d.is_error]
+        if errors or compiled is None:
+            raise CompileError(errors or diags)
+        entry = entry_from_compiled(compiled)
+        disk_cache.store(key, entry)
+    return entry, False, runtime_names
+
+
+def entry_from_compiled(compiled: Any) -> Any:
+    from dsl.compiler.disk_cache import CacheEntry
+
+    ranges: dict[str, Any] = {}
+    for launch in getattr(compiled, "launches", None) or []:
+        ranges.setdefault(launch.kernel.symbol, launch.range.to_dict())
+    return CacheEntry(
+        name=compiled.name, target=compiled.target, cubin=compiled.cubin, ptx=compiled.stages.get("ptx"),
+        launcher=compiled.stages["launcher"], kernels=[k.to_dict() for k in compiled.kernels],
+        launch_ranges=ranges, diagnostics=[d.to_dict() for d in compiled.diagnostics])
+
+
+def _warn(data: dict) -> None:
+    from dsl.diagnostics import Diagnostic, DiagnosticWarning
+
+    warnings.warn(DiagnosticWarning(Diagnostic.from_dict(data)), stacklevel=4)
