@@ -1,9 +1,9 @@
 """Row layer norm: mean and variance in one pass (sum and sum of squares), then scale."""
 
+from reductions import block_sum
+
 import dsl
 from dsl import Constexpr, Float32, Tensor, f32
-
-from reductions import block_sum
 
 
 @dsl.kernel

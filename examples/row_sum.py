@@ -1,9 +1,9 @@
 """out[r] = sum(x[r, :]): one block per row, shared memory and warp shuffles."""
 
+from reductions import block_sum
+
 import dsl
 from dsl import Constexpr, Tensor, f32
-
-from reductions import block_sum
 
 
 @dsl.kernel

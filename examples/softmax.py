@@ -1,9 +1,9 @@
 """Row softmax: an online max/sum pass, block reductions, then one normalizing pass."""
 
+from reductions import block_max, block_sum
+
 import dsl
 from dsl import Constexpr, Tensor, f32
-
-from reductions import block_max, block_sum
 
 
 @dsl.kernel

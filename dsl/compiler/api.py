@@ -27,7 +27,6 @@ from dsl.frontend.source import FunctionSource, function_source
 from dsl.frontend.static_checks import check_known_block_size
 from dsl.language.decorators import JitFunction, KernelFunction
 
-
 _CONTEXTS = threading.local()
 
 

@@ -60,7 +60,8 @@ def dependency_digest(fn: types.FunctionType) -> str:
                 stack.append(value.fn)
             elif isinstance(value, types.FunctionType) and "site-packages" not in value.__code__.co_filename:
                 stack.append(value)
-            elif isinstance(value, _SIMPLE) or (isinstance(value, tuple) and all(isinstance(v, _SIMPLE) for v in value)):
+            elif isinstance(value, _SIMPLE) or (
+                    isinstance(value, tuple) and all(isinstance(v, _SIMPLE) for v in value)):
                 h.update(f"{name}={value!r}".encode())
     return h.hexdigest()
 

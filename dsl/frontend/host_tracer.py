@@ -20,9 +20,9 @@ from mlir import ir
 from mlir.dialects import arith as arith_d
 from mlir.dialects import func
 
+from dsl.compiler.specs import evaluate_annotation
 from dsl.diagnostics import Diagnostic, DiagnosticError, SourceRange
 from dsl.frontend import arith as A
-from dsl.compiler.specs import evaluate_annotation
 from dsl.frontend.kernel_tracer import ParamSpec, TracedKernel, flatten_params
 from dsl.frontend.source import FunctionSource, location
 from dsl.frontend.static_checks import (
@@ -233,7 +233,8 @@ class HostTracer(Tracer):
                 out.append((ParamSpec(name, "constexpr", value=value), value, node))
             elif isinstance(value, HostTensor):
                 want = ann if isinstance(ann, TensorType) else None
-                if want is not None and want.dtype is not None and (want.dtype != value.dtype or want.rank != value.rank):
+                if want is not None and want.dtype is not None and (
+                        want.dtype != value.dtype or want.rank != value.rank):
                     self.warn_mismatch(node, name, f"Tensor[{value.dtype.name}, {value.rank}]",
                                        f"Tensor[{want.dtype.name}, {want.rank}]")
                 out.append((ParamSpec(name, "tensor", value.dtype, value.rank), value, node))

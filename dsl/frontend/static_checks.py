@@ -158,11 +158,10 @@ def static_checks(source: str, path: str, target: str | None = None) -> list[Dia
                 out.append(Diagnostic.make("DSL102", not_dsl_type_message(
                     context, arg.arg, ast.unparse(arg.annotation)), file.range_of(arg.annotation)))
         if kind == "kernel":
-            name = _kernel_name(dec) or fn.name
             known = None
             if kbs_node is not None:
-                value = _literal(kbs_node)
-                if value is not None or isinstance(kbs_node, ast.List | ast.Tuple | ast.Constant):
+                value = _literal(kbs_node)  # None when it names variables: the compiler checks it
+                if value is not None:
                     diag, rng = check_known_block_size(file, fn, value)
                     if diag is not None:
                         out.append(diag)
@@ -171,7 +170,6 @@ def static_checks(source: str, path: str, target: str | None = None) -> list[Dia
                     kernels[fn.name] = (known, rng)  # type: ignore[assignment]
                     continue
             kernels[fn.name] = (None, None)
-            del name
     for fn in functions:
         kind, _, _ = decorator_info(fn)
         if kind != "jit":
@@ -194,14 +192,6 @@ def static_checks(source: str, path: str, target: str | None = None) -> list[Dia
                 out.append(contract_diagnostic(callee, block, known, rng, known_range,
                                                isinstance(block_node, ast.Constant)))
     return out
-
-
-def _kernel_name(dec: ast.expr | None) -> str | None:
-    if isinstance(dec, ast.Call):
-        for kw in dec.keywords:
-            if kw.arg == "name" and isinstance(kw.value, ast.Constant):
-                return kw.value.value
-    return None
 
 
 def _is_not_dsl_type(node: ast.expr) -> bool:

@@ -329,9 +329,9 @@ class Tracer:
                                 f"{type_name(b)} on the other; only scalars can differ by path")
             dtype = self._join_type(stmt, name, a, b)
             with ir.InsertionPoint(then_block):
-                a = self.wrap(stmt, lambda a=a: A.cast(a, dtype))
+                a = self.wrap(stmt, lambda a=a, t=dtype: A.cast(a, t))
             with ir.InsertionPoint(else_block):
-                b = self.wrap(stmt, lambda b=b: A.cast(b, dtype))
+                b = self.wrap(stmt, lambda b=b, t=dtype: A.cast(b, t))
             merged.append((name, (a, b)))
         return merged
 
@@ -721,7 +721,8 @@ class Tracer:
         try:
             return fn(*args, **kwargs)
         except Exception as err:  # a compile-time call that failed is the user's error
-            raise self.fail("DSL301", node, f"{getattr(fn, '__name__', 'call')}(...) failed while tracing: {err}") from None
+            name = getattr(fn, "__name__", "call")
+            raise self.fail("DSL301", node, f"{name}(...) failed while tracing: {err}") from None
 
     def is_intrinsic(self, fn: Any) -> bool:
         return False

@@ -113,9 +113,9 @@ fma = _math("fma", "a * b + c with one rounding, for floats.")
 minimum = _math("min", "The smaller of two values (ints or floats; NaN-propagating for floats).")
 maximum = _math("max", "The larger of two values (ints or floats; NaN-propagating for floats).")
 abs_ = _math("abs", "Absolute value, for ints and floats.")
-min = minimum  # noqa: A001 - the DSL names mirror Python's
-max = maximum  # noqa: A001
-abs = abs_  # noqa: A001
+min = minimum
+max = maximum
+abs = abs_
 
 
 def printf(fmt: str, *args: Any) -> None:

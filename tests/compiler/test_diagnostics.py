@@ -251,11 +251,12 @@ def test_dsl401_verifier_error_maps_to_python_range(tmp_path):
         block = module.body.operations[0].regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(block):
             # an addi whose operands disagree with its result type: the verifier rejects it
-            ir.Operation.create("arith.addi", results=[ir.IntegerType.get_signless(32)],
-                                operands=[ir.Operation.create("arith.constant", results=[ir.IntegerType.get_signless(64)],
-                                          attributes={"value": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)}).result] * 2)
+            i64 = ir.IntegerType.get_signless(64)
+            one = ir.Operation.create("arith.constant", results=[i64], attributes={"value": ir.IntegerAttr.get(i64, 1)})
+            ir.Operation.create("arith.addi", results=[ir.IntegerType.get_signless(32)], operands=[one.result] * 2)
         build = Build(module, ctx, get_target(None), SourceRange(str(py), 1, 0, 1, 1))
-        handler = ctx.attach_diagnostic_handler(lambda d: build.errors.append((str(d.message), str(d.location))) or True)
+        handler = ctx.attach_diagnostic_handler(
+            lambda d: build.errors.append((str(d.message), str(d.location))) or True)
         with pytest.raises(StageError) as info:
             stage_traced(build)
         handler.detach()
@@ -344,7 +345,8 @@ def k(x: Tensor[f32], n: Int32):
     with pytest.raises(dsl.CompileError) as info:
         dsl.compile(mod.k)
     text = str(info.value)
-    assert f"user_kernel.py:{a.line_of('x[0] = x[1] + n')}:12: DSL301" in text and "x[0] = x[1] + n" in text and "^^^^^^^^" in text
+    assert f"user_kernel.py:{a.line_of('x[0] = x[1] + n')}:12: DSL301" in text
+    assert "x[0] = x[1] + n" in text and "^^^^^^^^" in text
     assert "dsl/frontend" not in text and "Traceback" not in text
 
 

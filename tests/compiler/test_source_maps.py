@@ -39,7 +39,7 @@ def test_lowered_llvm_ptx_and_sass_map_back_to_the_store_line(analyse):
     compiled = a.report.function("saxpy").compiled
     store_line = a.line_of("y[i] = a * x[i]")
     checks = {"lowered": "llvm.store", "llvm": "store float", "ptx": "st.global", "sass": "STG"}
-    compiled.sass  # computed on first use
+    assert compiled.sass  # computed on first use
     for stage, needle in checks.items():
         text = compiled.stages[stage].splitlines()
         hits = [i for i, line in enumerate(text) if needle in line]

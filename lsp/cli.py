@@ -1,0 +1,78 @@
+"""The `kdsl` command: `kdsl lint`, `kdsl lsp` and `kdsl ir`.
+
+Each subcommand lives in its own module and is imported only when chosen, so `kdsl lint`
+does not pay for pygls and `kdsl lsp` does not pay for the lint front end.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable, Sequence
+
+USAGE = """usage: kdsl <command> [options]
+
+commands:
+  lint PATH...   check kernels with the compiler (text, json, sarif or github output)
+  lsp            run the language server over stdio
+  ir FILE        print a function's IR at a compiler stage
+
+`kdsl <command> --help` describes each command's options.
+"""
+
+
+def _run_lint(argv: list[str]) -> int:
+    from lsp.lint.cli import main
+
+    return main(argv)
+
+
+def _run_lsp(argv: list[str]) -> int:
+    from lsp.server import main
+
+    return _call(main, argv, "kdsl lsp")
+
+
+def _run_ir(argv: list[str]) -> int:
+    from dsl.cli_ir import main
+
+    return _call(main, argv, "kdsl ir")
+
+
+def _call(entry: Callable[..., int | None], argv: list[str], prog: str) -> int:
+    """Calls a subcommand's `main(argv)`, or `main()` with `sys.argv` set for ones that take none."""
+    if inspect.signature(entry).parameters:
+        return entry(argv) or 0
+    sys.argv = [prog, *argv]
+    return entry() or 0
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"lint": _run_lint, "lsp": _run_lsp, "ir": _run_ir}
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("kdsl")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(USAGE)
+        return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        print(f"kdsl {_version()}")
+        return 0
+    command = COMMANDS.get(args[0])
+    if command is None:
+        sys.stderr.write(f"kdsl: unknown command {args[0]!r}\n\n{USAGE}")
+        return 2
+    return command(args[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
