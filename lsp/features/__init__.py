@@ -1,0 +1,1 @@
+"""LSP handlers, one module per handler group; each exposes `register(server)`."""

@@ -1,0 +1,78 @@
+"""Code lenses above each kernel and jit function: its resources, Compile, Run on GPU, Show IR.
+
+Positions come from the AST so lenses appear before anything compiled; the first lens shows
+the latest compiler report's resource summary (or why compiling failed). `kdsl.showIr` is
+a client-side command of the VS Code extension; other editors ignore it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from dsl.compiler.artifacts import FunctionReport, ModuleReport
+from lsp.convert import source_lines, to_lsp_range
+from lsp.features.diagnostics import current_report
+from lsp.features.symbols import dsl_functions
+
+if TYPE_CHECKING:
+    from lsp.server import KdslLanguageServer
+
+COMPILE = "kdsl.compile"
+RUN = "kdsl.run"
+SHOW_IR = "kdsl.showIr"
+
+
+def summary(fn: FunctionReport | None, trusted: bool) -> str:
+    """One line: resources of the function's kernels, or why there are none."""
+    if not trusted:
+        return "static checks only (untrusted workspace)"
+    if fn is None:
+        return "not compiled"
+    if fn.compiled is None:
+        codes = [d.code for d in fn.diagnostics if d.is_error] or [d.code for d in fn.diagnostics]
+        return f"compile failed: {codes[0]}" if codes else "compile failed"
+    kernels = [k for k in fn.compiled.kernels if k.resources is not None]
+    if not kernels:
+        return f"compiled for {fn.compiled.target}"
+    if len(kernels) == 1:
+        return kernels[0].resources.summary()  # type: ignore[union-attr]
+    return "; ".join(f"{k.source_name}: {k.resources.summary()}" for k in kernels)  # type: ignore[union-attr]
+
+
+def code_lenses(
+    text: str, path: str, uri: str, report: ModuleReport | None, trusted: bool
+) -> list[types.CodeLens]:
+    lines = source_lines(text)
+    lenses: list[types.CodeLens] = []
+    for fn in dsl_functions(text, path):
+        rng = to_lsp_range(fn.name_range, lines)
+        fn_report = report.function(fn.name) if report is not None else None
+        for title, command in (
+            (summary(fn_report, trusted), ""),
+            ("Compile", COMPILE),
+            ("Run on GPU", RUN),
+            ("Show IR", SHOW_IR),
+        ):
+            arguments = [uri, fn.name] if command else None
+            lenses.append(
+                types.CodeLens(
+                    range=rng, command=types.Command(title=title, command=command, arguments=arguments)
+                )
+            )
+    return lenses
+
+
+def register(server: KdslLanguageServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    async def code_lens(ls: KdslLanguageServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+        uri = params.text_document.uri
+        state = ls.documents.get(uri)
+        if state is None:
+            return []
+        # The first time, wait for the compiler; later, show the latest report at once and
+        # let `workspace/codeLens/refresh` bring the new one.
+        report = state.report if state.report is not None else await current_report(ls, uri)
+        state = ls.documents.get(uri) or state
+        return code_lenses(state.text, state.path, uri, report, ls.settings.trusted)

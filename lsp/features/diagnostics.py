@@ -1,0 +1,151 @@
+"""Document sync and diagnostics: the instant tier now, the compiler tier after a quiet spell.
+
+On open and on every change the server runs `dsl.static_checks` (AST only, no user code)
+and publishes at once. Unless the workspace is untrusted it then schedules the compiler
+tier: after `debounceMs` without edits the worker compiles a snapshot of the buffer; a newer
+edit cancels that run (killing the user code), and a result that arrives for an older
+version, or after the document closed, is dropped. Every publication carries the version
+it describes.
+
+Until the compiler tier catches up, the previous report's diagnostics stay published next
+to the fresh static ones, so squiggles do not flicker off on every keystroke.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from dsl.compiler.artifacts import ModuleReport
+from dsl.diagnostics import Diagnostic
+from lsp.analysis import merge, static_diagnostics
+from lsp.convert import to_lsp_diagnostic, uri_to_path
+from lsp.session import DocumentState
+
+if TYPE_CHECKING:
+    from lsp.server import KdslLanguageServer
+
+log = logging.getLogger(__name__)
+
+# How long a request that needs compiler results (hover, IR, lenses) waits for them.
+REPORT_WAIT_S = 30.0
+
+
+def diagnostics_of(state: DocumentState, *, current_only: bool = False) -> list[Diagnostic]:
+    """Static plus compiler diagnostics; `current_only` leaves out a report for an older version
+    (its ranges may no longer fit the text, which matters when applying its fixes)."""
+    report = state.report if state.report_is_current or not current_only else None
+    return list(merge(state.static_diagnostics, report))
+
+
+def publish(ls: KdslLanguageServer, state: DocumentState) -> None:
+    diagnostics = [to_lsp_diagnostic(d, state.text, state.uri, state.path) for d in diagnostics_of(state)]
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=state.uri, diagnostics=diagnostics, version=state.version)
+    )
+
+
+def check(ls: KdslLanguageServer, state: DocumentState, *, debounce: bool = True) -> None:
+    """Runs the instant tier, publishes, and schedules the compiler tier."""
+    state.static_diagnostics = static_diagnostics(state.text, state.path)
+    publish(ls, state)
+    if ls.settings.trusted:
+        delay = ls.settings.debounce_ms / 1000 if debounce else 0.0
+        schedule_analysis(ls, state, delay)
+
+
+def schedule_analysis(ls: KdslLanguageServer, state: DocumentState, delay_s: float) -> None:
+    if state.analysis is not None and not state.analysis.done():
+        state.analysis.cancel()
+    state.analysis = asyncio.ensure_future(
+        _analyze_later(ls, state.uri, state.path, state.version, state.text, delay_s)
+    )
+
+
+async def _analyze_later(
+    ls: KdslLanguageServer, uri: str, path: str, version: int, text: str, delay_s: float
+) -> None:
+    if delay_s > 0:
+        await asyncio.sleep(delay_s)
+    try:
+        report: ModuleReport = await ls.analyze(text, path)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("analysis of %s failed", uri)
+        return
+    # Runs late, so the document may have changed or closed meanwhile: accept_report checks.
+    state = ls.documents.accept_report(uri, version, text, report)
+    if state is not None:
+        publish(ls, state)
+        _refresh_code_lenses(ls)
+
+
+def _refresh_code_lenses(ls: KdslLanguageServer) -> None:
+    """Lens titles show the latest resources, so ask clients that can to re-request them."""
+    workspace = ls.client_capabilities.workspace
+    lens = workspace.code_lens if workspace is not None else None
+    if lens is not None and lens.refresh_support:
+        ls.workspace_code_lens_refresh(None)
+
+
+async def current_report(
+    ls: KdslLanguageServer, uri: str, *, wait_s: float = REPORT_WAIT_S
+) -> ModuleReport | None:
+    """The compiler report for the document's current version, starting or awaiting it if needed.
+
+    Falls back to the latest older report if the document keeps changing, and returns None
+    for untrusted workspaces, closed documents, or before any report exists.
+    """
+    state = ls.documents.get(uri)
+    if state is None or not ls.settings.trusted:
+        return None
+    if not state.report_is_current:
+        if state.analysis is None or state.analysis.done():
+            schedule_analysis(ls, state, 0.0)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(state.fresh.wait(), wait_s)
+        state = ls.documents.get(uri)
+    return state.report if state is not None else None
+
+
+def register(server: KdslLanguageServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: KdslLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+        doc = params.text_document
+        state = ls.documents.open(doc.uri, uri_to_path(doc.uri), doc.version, doc.text)
+        check(ls, state, debounce=False)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: KdslLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        # pygls has already applied the changes to its workspace copy of the document.
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        state = ls.documents.change(doc.uri, params.text_document.version, doc.source)
+        if state is not None:
+            check(ls, state)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: KdslLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        # Saving changes no text, but files the module imports may have changed on disk.
+        state = ls.documents.get(params.text_document.uri)
+        if state is not None and ls.settings.trusted:
+            schedule_analysis(ls, state, 0.0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: KdslLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.documents.close(params.text_document.uri)
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
+        )
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: KdslLanguageServer, params: types.DidChangeConfigurationParams) -> None:
+        if ls.apply_settings(params.settings):
+            for state in ls.documents.all():
+                if not ls.settings.trusted:
+                    state.report = state.report_version = state.report_text = None
+                check(ls, state, debounce=False)

@@ -1,0 +1,128 @@
+"""Custom requests for IR views: `kdsl/ir` (one stage of one function) and `kdsl/stages`.
+
+`kdsl/ir {uri, function, stage}` -> `{text, language, sourceMap: [{irLine, range}],
+diagnostics: [{message, code, range}]}`. The source map lets a client highlight the Python
+range of the IR line under its cursor and the reverse. When the function failed to compile
+the answer still says why (its diagnostics and a short text), never an empty page.
+
+`kdsl/stages {uri}` -> `{functions: [{name, kind, range, stages}]}` lists what can be shown.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dsl.compiler.artifacts import FunctionReport, ModuleReport
+from lsp.convert import source_lines, to_json, to_lsp_range
+from lsp.features.diagnostics import current_report
+from lsp.features.symbols import dsl_functions
+
+if TYPE_CHECKING:
+    from lsp.server import KdslLanguageServer
+
+IR_REQUEST = "kdsl/ir"
+STAGES_REQUEST = "kdsl/stages"
+
+LANGUAGES = {
+    "traced": "mlir",
+    "lowered": "mlir",
+    "llvm": "llvm",
+    "ptx": "ptx",
+    "sass": "sass",
+    "launcher": "python",
+}
+
+
+def _diagnostics_json(fn: FunctionReport, lines) -> list[dict[str, Any]]:
+    return [
+        {"message": d.message, "code": d.code, "range": to_json(to_lsp_range(d.range, lines))}
+        for d in fn.diagnostics
+    ]
+
+
+def ir_response(report: ModuleReport | None, text: str, function: str, stage: str) -> dict[str, Any]:
+    lines = source_lines(text)
+    language = LANGUAGES.get(stage, "plaintext")
+    fn = report.function(function) if report is not None else None
+    if fn is None:
+        why = "no compiler results yet (or the workspace is untrusted)" if report is None else "not found"
+        return {"text": f"// {function}: {why}\n", "language": language, "sourceMap": [], "diagnostics": []}
+    diagnostics = _diagnostics_json(fn, lines)
+    if fn.compiled is None:
+        body = "\n".join(f"//   {d.code} line {d.range.line}: {d.message}" for d in fn.diagnostics)
+        return {
+            "text": f"// {fn.name}: compile failed\n{body}\n",
+            "language": language,
+            "sourceMap": [],
+            "diagnostics": diagnostics,
+        }
+    stage_text = fn.compiled.stages.get(stage)
+    if stage_text is None:
+        known = ", ".join(fn.compiled.stages)
+        return {
+            "text": f"// {fn.name}: no {stage!r} stage (available: {known})\n",
+            "language": language,
+            "sourceMap": [],
+            "diagnostics": diagnostics,
+        }
+    smap = fn.compiled.source_maps.get(stage)
+    entries = smap.entries if smap is not None else []
+    return {
+        "text": stage_text,
+        "language": language,
+        "sourceMap": [{"irLine": ir, "range": to_json(to_lsp_range(rng, lines))} for ir, rng in entries],
+        "diagnostics": diagnostics,
+    }
+
+
+def stages_response(report: ModuleReport | None, text: str, path: str) -> dict[str, Any]:
+    """Every kernel and jit function; compiled ones list their stages, others an empty list."""
+    lines = source_lines(text)
+    out = []
+    for fn in dsl_functions(text, path):
+        compiled = report.function(fn.name) if report is not None else None
+        stages = list(compiled.compiled.stages) if compiled is not None and compiled.compiled else []
+        out.append(
+            {
+                "name": fn.name,
+                "kind": fn.kind,
+                "range": to_json(to_lsp_range(fn.name_range, lines)),
+                "stages": stages,
+            }
+        )
+    return {"functions": out}
+
+
+def _get(params: Any, name: str) -> Any:
+    return params.get(name) if isinstance(params, dict) else getattr(params, name, None)
+
+
+def register(server: KdslLanguageServer) -> None:
+    @server.feature(IR_REQUEST)
+    async def ir(ls: KdslLanguageServer, params: Any) -> dict[str, Any]:
+        uri, function, stage = (
+            _get(params, "uri"),
+            _get(params, "function"),
+            _get(params, "stage") or "lowered",
+        )
+        state = ls.documents.get(uri)
+        if state is None:
+            return {
+                "text": f"// {uri} is not open\n",
+                "language": "plaintext",
+                "sourceMap": [],
+                "diagnostics": [],
+            }
+        report = await current_report(ls, uri)
+        state = ls.documents.get(uri) or state
+        return ir_response(report, state.report_text or state.text, function, stage)
+
+    @server.feature(STAGES_REQUEST)
+    async def stages(ls: KdslLanguageServer, params: Any) -> dict[str, Any]:
+        uri = _get(params, "uri")
+        state = ls.documents.get(uri)
+        if state is None:
+            return {"functions": []}
+        report = await current_report(ls, uri)
+        state = ls.documents.get(uri) or state
+        return stages_response(report, state.text, state.path)
