@@ -6,7 +6,8 @@ checks) -> `compiler` (stages, targets, toolchain, cache) -> `runtime` (load, la
 `diagnostics` is shared by all of them.
 """
 
-from dsl.compiler.api import compile
+from typing import TYPE_CHECKING, Any
+
 from dsl.compiler.artifacts import CompiledFunction, ModuleReport, Resources, SourceMap
 from dsl.compiler.targets import TARGETS
 from dsl.diagnostics import CompileError, Diagnostic, DiagnosticWarning, Severity, SourceRange
@@ -82,7 +83,29 @@ from dsl.language.types import (
     u32,
     u64,
 )
-from dsl.module_analysis import analyze_source
+
+if TYPE_CHECKING:  # imported on first use: the MLIR bindings take a while to load
+    from dsl.compiler.api import compile
+    from dsl.module_analysis import analyze_source
+    from dsl.runtime.run import run_function
+
+_LAZY = {
+    "compile": ("dsl.compiler.api", "compile"),
+    "analyze_source": ("dsl.module_analysis", "analyze_source"),
+    "run_function": ("dsl.runtime.run", "run_function"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Loads the compiler (and MLIR) only when it is used, so `import dsl` stays cheap."""
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dsl' has no attribute {name!r}")
 
 __all__ = [
     "TARGETS", "BFloat16", "Boolean", "CompileError", "CompiledFunction", "Constexpr", "Diagnostic",
@@ -91,7 +114,7 @@ __all__ = [
     "TensorSpec", "Uint8", "Uint16", "Uint32", "Uint64", "abs", "analyze_source", "atomic_add", "atomic_cas",
     "atomic_max", "atomic_min", "barrier", "bf16", "block_dim", "block_idx", "boolean", "cast", "cdiv", "ceil",
     "compile", "const_expr", "cos", "exp", "f16", "f32", "f64", "floor", "fma", "grid_dim", "i8", "i16", "i32",
-    "i64", "index", "jit", "kernel", "lane_id", "log", "max", "min", "printf", "rsqrt", "shfl_down",
+    "i64", "index", "jit", "kernel", "lane_id", "log", "max", "min", "printf", "rsqrt", "run_function", "shfl_down",
     "shfl_idx", "shfl_up", "shfl_xor", "sin", "sqrt", "static_checks", "static_range", "tanh", "thread_idx",
     "u8", "u16", "u32", "u64", "vector", "warp_size",
 ]

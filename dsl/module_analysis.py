@@ -47,6 +47,7 @@ def run_module(source: str, path: str) -> tuple[dict[str, Any], list[Diagnostic]
     previous = sys.modules.get(MODULE_NAME)
     sys.modules[MODULE_NAME] = module
     diagnostics: list[Diagnostic] = []
+    modules_before = set(sys.modules)
     try:
         for stmt in tree.body:
             code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", dont_inherit=True)
@@ -54,6 +55,8 @@ def run_module(source: str, path: str) -> tuple[dict[str, Any], list[Diagnostic]
                 exec(code, namespace)
             except CompileError as err:
                 diagnostics.extend(err.diagnostics)
+            except MemoryError:
+                raise  # the worker reports it as running out of memory, not as a statement error
             except Exception as err:  # the user's statement failed: report it, go on
                 diagnostics.append(Diagnostic.make(
                     "DSL001", f"{type(err).__name__}: {err}", _statement_range(file, stmt, err)))
@@ -62,7 +65,17 @@ def run_module(source: str, path: str) -> tuple[dict[str, Any], list[Diagnostic]
             sys.modules[MODULE_NAME] = previous
         else:
             sys.modules.pop(MODULE_NAME, None)
+        _forget_user_modules(modules_before)
     return namespace, diagnostics
+
+
+def _forget_user_modules(before: set[str]) -> None:
+    """Drops the user's own modules imported by this run, so the next run (in a warm
+    worker) sees their current text; libraries stay imported."""
+    for name in set(sys.modules) - before:
+        path = getattr(sys.modules[name], "__file__", None) or ""
+        if path and not any(part in path for part in ("site-packages", "/lib/python", "dist-packages")):
+            del sys.modules[name]
 
 
 def _statement_range(file: SourceFile, stmt: ast.stmt, err: Exception) -> SourceRange:

@@ -30,5 +30,5 @@ def layernorm(x: Tensor[f32, 2], w: Tensor[f32], b: Tensor[f32], y: Tensor[f32, 
 
 @dsl.jit
 def run_layernorm(x: Tensor[f32, 2], w: Tensor[f32], b: Tensor[f32], y: Tensor[f32, 2], eps: Float32 = 1e-5,
-                  BLOCK: Constexpr[int] = 256):
+                  BLOCK: Constexpr[int] = 512):
     layernorm(x, w, b, y, eps, BLOCK).launch(grid=x.shape[0], block=BLOCK)

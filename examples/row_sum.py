@@ -22,5 +22,5 @@ def row_sum(x: Tensor[f32, 2], out: Tensor[f32], BLOCK: Constexpr[int]):
 
 
 @dsl.jit
-def run_row_sum(x: Tensor[f32, 2], out: Tensor[f32], BLOCK: Constexpr[int] = 256):
+def run_row_sum(x: Tensor[f32, 2], out: Tensor[f32], BLOCK: Constexpr[int] = 512):
     row_sum(x, out, BLOCK).launch(grid=x.shape[0], block=BLOCK)

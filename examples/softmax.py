@@ -29,5 +29,5 @@ def softmax(x: Tensor[f32, 2], y: Tensor[f32, 2], BLOCK: Constexpr[int]):
 
 
 @dsl.jit
-def run_softmax(x: Tensor[f32, 2], y: Tensor[f32, 2], BLOCK: Constexpr[int] = 256):
+def run_softmax(x: Tensor[f32, 2], y: Tensor[f32, 2], BLOCK: Constexpr[int] = 512):
     softmax(x, y, BLOCK).launch(grid=x.shape[0], block=BLOCK)

@@ -76,18 +76,6 @@ def _module_dir_on_path(path: str) -> Iterator[None]:
             sys.path.remove(folder)
 
 
-def _swallowed_memory_error(report: ModuleReport) -> int | None:
-    """The line of a top-level statement whose MemoryError the analyzer reported as DSL001.
-
-    After a MemoryError the process is in an unknown state (half-built objects, a heap at
-    its limit), so the child treats it like any other out-of-memory failure and restarts.
-    """
-    for diagnostic in report.diagnostics:
-        if diagnostic.code == "DSL001" and "MemoryError" in diagnostic.message:
-            return diagnostic.range.line
-    return None
-
-
 def _serve(request: dict[str, Any]) -> dict[str, Any]:
     import dsl
 
@@ -100,9 +88,6 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
     try:
         with _module_dir_on_path(path):
             report = dsl.analyze_source(request["source"], path, target=request.get("target"))
-        line = _swallowed_memory_error(report)
-        if line is not None:
-            return {"id": rid, "error": {"kind": "memory", "message": "ran out of memory", "line": line}}
         return {"id": rid, "report": report.to_dict()}
     except MemoryError as exc:
         kind, message, tb = "memory", "ran out of memory", exc.__traceback__

@@ -66,20 +66,27 @@ def libdevice_path() -> str | None:
 
 @functools.cache
 def toolchain_version() -> str:
-    """Identifies the toolchain for cache keys: MLIR bindings and ptxas versions."""
+    """Identifies the toolchain for cache keys: the MLIR library and ptxas files.
+
+    Their path, size and modification time stand for their versions: reading them costs
+    microseconds, where asking `ptxas --version` would start a process on every cold run.
+    """
     parts = []
     try:
-        from importlib.metadata import version
+        import mlir._mlir_libs as libs
 
-        parts.append("mlir-" + version("xtc-mlir-python-bindings"))
-    except Exception:
-        parts.append("mlir-unknown")
+        lib_dir = Path(libs.__file__).parent
+        parts += [_file_identity(p) for p in sorted(lib_dir.glob("_mlir.*.so"))]
+    except ImportError:
+        parts.append("mlir-missing")
     path = ptxas_path()
-    if path:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
-        m = re.search(r"V(\d+\.\d+\.\d+)", out)
-        parts.append("ptxas-" + (m.group(1) if m else "unknown"))
+    parts.append(_file_identity(Path(path)) if path else "no-ptxas")
     return "+".join(parts)
+
+
+def _file_identity(path: Path) -> str:
+    st = path.stat()
+    return f"{path.name}:{st.st_size}:{int(st.st_mtime)}"
 
 
 class ToolError(Exception):

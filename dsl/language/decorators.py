@@ -12,6 +12,8 @@ import functools
 import sys
 from typing import Any
 
+_call_jit: Any = None
+
 
 class KernelFunction:
     """A `@dsl.kernel` function; `known_block_size` is a contract checked at every launch."""
@@ -50,9 +52,10 @@ class JitFunction:
         self.reference = reference
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from dsl.runtime.jit_call import call_jit
-
-        return call_jit(self, args, kwargs)
+        global _call_jit
+        if _call_jit is None:  # bound once: an import statement per call costs microseconds
+            from dsl.runtime.jit_call import call_jit as _call_jit
+        return _call_jit(self, args, kwargs)
 
     def compile(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
         from dsl.compiler.api import compile

@@ -187,6 +187,18 @@ def _from_torch(t: Any) -> tuple:
     return t.data_ptr(), tuple(t.shape), t.stride(), dtype, dev, "torch"
 
 
+def torch_fast(t: Any, dtype: str, rank: int) -> tuple | None:
+    """(ptr, shape, strides, device) of a contiguous CUDA torch tensor matching the
+    specialization, or None when any check needs the full path (and its error message)."""
+    dt = _TORCH_DTYPES.get(t.dtype)
+    if dt is None or dt.name != dtype or t.dim() != rank or not t.is_contiguous() or t.numel() > INT32_MAX:
+        return None
+    dev = t.get_device()
+    if dev < 0:
+        return None
+    return t.data_ptr(), t.shape, t.stride(), dev
+
+
 def _from_cupy(a: Any) -> tuple:
     dtype = dtype_from_foreign(a.dtype)
     if dtype is None:

@@ -31,7 +31,7 @@ from typing import Any
 
 from dsl.diagnostics import SourceRange
 from dsl.runtime import driver as _driver_mod
-from dsl.runtime.dlpack import ArgumentError, check_tensor
+from dsl.runtime.dlpack import ArgumentError, check_tensor, torch_fast
 from dsl.runtime.driver import DriverError, LaunchError, driver
 from dsl.runtime.module import DEFAULT_SMEM_LIMIT, ModuleImage
 
@@ -156,10 +156,17 @@ def _context(device: int | None) -> Any:
     return ctx
 
 
+_torch_tensor: Any = None  # torch.Tensor once torch is imported (never imported here)
+
+
 class Runtime:
     """What a generated launcher calls; one per compiled specialization."""
 
     def __init__(self, image: ModuleImage, launch_ranges: dict[str, SourceRange] | None = None, name: str = ""):
+        global _torch_tensor
+        torch = sys.modules.get("torch")
+        if _torch_tensor is None and torch is not None:
+            _torch_tensor = torch.Tensor
         self.image = image
         self.name = name
         self.launch_ranges = launch_ranges or {}
@@ -178,6 +185,16 @@ class Runtime:
         self._framework = None
 
     def tensor_arg(self, value: Any, name: str, dtype: str, rank: int) -> tuple:
+        if type(value) is _torch_tensor:
+            fast = torch_fast(value, dtype, rank)
+            if fast is not None:
+                dev = fast[3]
+                if self._device is None:
+                    self._device = dev
+                    self._framework = "torch"
+                    return fast[:3]
+                if dev == self._device:
+                    return fast[:3]
         ptr, shape, strides, dev, fw = check_tensor(value, name, dtype, rank, self._device)
         if dev is not None:
             self._device = dev

@@ -7,5 +7,4 @@ def fill(x: Tensor[f32, 1]):
     x[dsl.thread_idx.x] = 1.0
 
 
-while True:
-    pass
+while True: pass  # noqa: E701 - one line: the reported line cannot depend on timing

@@ -1,0 +1,1 @@
+"""The language surface: scalar and tensor types, intrinsics, the @kernel and @jit decorators."""
