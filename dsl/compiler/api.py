@@ -22,7 +22,8 @@ from dsl.compiler.pipeline import Build, StageError, attach_error_collector, run
 from dsl.compiler.specs import resolve_params
 from dsl.compiler.targets import Target, get_target, theoretical_occupancy
 from dsl.diagnostics import CompileError, Diagnostic, DiagnosticError, DiagnosticSink, DiagnosticWarning, SourceRange
-from dsl.frontend.kernel_tracer import ParamSpec, TracedKernel, ensure_dynamic_smem_global, trace_kernel
+from dsl.frontend.kernel_tracer import TracedKernel, ensure_dynamic_smem_global, trace_kernel
+from dsl.frontend.params import ParamSpec
 from dsl.frontend.source import FunctionSource, function_source
 from dsl.frontend.static_checks import check_known_block_size
 from dsl.language.decorators import JitFunction, KernelFunction

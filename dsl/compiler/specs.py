@@ -12,7 +12,7 @@ import inspect
 from typing import Any
 
 from dsl.diagnostics import Diagnostic, DiagnosticSink, Fix, SourceRange, TextEdit
-from dsl.frontend.kernel_tracer import ParamSpec
+from dsl.frontend.params import ParamSpec
 from dsl.frontend.source import FunctionSource
 from dsl.frontend.static_checks import annotation_mismatch_message, not_dsl_type_message
 from dsl.language.types import (

@@ -72,12 +72,13 @@ def toolchain_version() -> str:
     microseconds, where asking `ptxas --version` would start a process on every cold run.
     """
     parts = []
-    try:
-        import mlir._mlir_libs as libs
+    import importlib.util
 
-        lib_dir = Path(libs.__file__).parent
+    spec = importlib.util.find_spec("mlir")  # found, not imported: loading MLIR takes ~0.3 s
+    if spec is not None and spec.submodule_search_locations:
+        lib_dir = Path(next(iter(spec.submodule_search_locations))) / "_mlir_libs"
         parts += [_file_identity(p) for p in sorted(lib_dir.glob("_mlir.*.so"))]
-    except ImportError:
+    else:
         parts.append("mlir-missing")
     path = ptxas_path()
     parts.append(_file_identity(Path(path)) if path else "no-ptxas")

@@ -23,7 +23,8 @@ from mlir.dialects import func
 from dsl.compiler.specs import evaluate_annotation
 from dsl.diagnostics import Diagnostic, DiagnosticError, SourceRange
 from dsl.frontend import arith as A
-from dsl.frontend.kernel_tracer import ParamSpec, TracedKernel, flatten_params
+from dsl.frontend.kernel_tracer import TracedKernel
+from dsl.frontend.params import ParamSpec, flatten_params
 from dsl.frontend.source import FunctionSource, location
 from dsl.frontend.static_checks import (
     annotation_mismatch_message,

@@ -18,6 +18,7 @@ from mlir.dialects import gpu, llvm
 from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceRange
 from dsl.frontend import memory
 from dsl.frontend.intrinsic_ops import IMPLS, dim3
+from dsl.frontend.params import ParamSpec, flatten_params
 from dsl.frontend.source import FunctionSource, location
 from dsl.frontend.tracer import Frame, Tracer, closure_vars
 from dsl.frontend.values import (
@@ -36,33 +37,6 @@ from dsl.language.types import DType, i32
 DYNAMIC_SMEM_SYMBOL = "__kdsl_dynamic_smem"
 
 
-@dataclass(frozen=True)
-class ParamSpec:
-    """One parameter of a specialization: `kind` is 'tensor', 'scalar' or 'constexpr'."""
-
-    name: str
-    kind: str
-    dtype: DType | None = None
-    rank: int = 0
-    value: Any = None
-
-    def key(self) -> tuple:
-        value = self.value if self.kind == "constexpr" else None
-        try:
-            hash(value)
-        except TypeError:
-            value = repr(value)
-        return (self.name, self.kind, self.dtype, self.rank, value)
-
-    def flat_types(self) -> list[tuple[str, Any]]:
-        """(launcher type code, MLIR type) for each kernel argument this parameter becomes."""
-        if self.kind == "tensor":
-            return [("ptr", memory.ptr_type(1))] + [("i32", i32.mlir_type())] * (2 * self.rank - 1)
-        if self.kind == "scalar":
-            return [(self.dtype.name, self.dtype.mlir_type())]
-        return []
-
-
 @dataclass
 class TracedKernel:
     symbol: str
@@ -72,10 +46,6 @@ class TracedKernel:
     static_smem: int
     dynamic_smem: int
     def_range: SourceRange
-
-
-def flatten_params(params: list[ParamSpec]) -> list[tuple[str, Any]]:
-    return [t for p in params for t in p.flat_types()]
 
 
 class KernelTracer(Tracer):

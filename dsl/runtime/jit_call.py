@@ -204,7 +204,6 @@ def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None) ->
     Needs no GPU: compiles to cubin on a miss and stores the result on disk.
     """
     from dsl.compiler import cache, disk_cache
-    from dsl.compiler.api import compile_function
     from dsl.compiler.specs import resolve_params
     from dsl.compiler.targets import get_target
     from dsl.diagnostics import CompileError, DiagnosticSink
@@ -225,6 +224,8 @@ def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None) ->
         entry = disk_cache.load(key)  # another process may have compiled it meanwhile
         if entry is not None:
             return entry, True, runtime_names
+        from dsl.compiler.api import compile_function  # loads MLIR: only on a cache miss
+
         compiled, diags = compile_function(jit_fn, args, kwargs, target, until="cubin")
         errors = [d for d in diags if d.is_error]
         if errors or compiled is None:

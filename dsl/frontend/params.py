@@ -1,0 +1,43 @@
+"""A specialization's parameters, kept free of MLIR imports: the run-time cache path reads
+them to build keys without loading the compiler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dsl.language.types import DType, i32
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter of a specialization: `kind` is 'tensor', 'scalar' or 'constexpr'."""
+
+    name: str
+    kind: str
+    dtype: DType | None = None
+    rank: int = 0
+    value: Any = None
+
+    def key(self) -> tuple:
+        value = self.value if self.kind == "constexpr" else None
+        try:
+            hash(value)
+        except TypeError:
+            value = repr(value)
+        return (self.name, self.kind, self.dtype, self.rank, value)
+
+    def flat_types(self) -> list[tuple[str, Any]]:
+        """(launcher type code, MLIR type) for each kernel argument this parameter becomes."""
+        from mlir import ir
+
+        if self.kind == "tensor":
+            return [("ptr", ir.Type.parse("!llvm.ptr<1>"))] + [("i32", i32.mlir_type())] * (2 * self.rank - 1)
+        if self.kind == "scalar":
+            return [(self.dtype.name, self.dtype.mlir_type())]
+        return []
+
+
+
+def flatten_params(params: list[ParamSpec]) -> list[tuple[str, Any]]:
+    return [t for p in params for t in p.flat_types()]
