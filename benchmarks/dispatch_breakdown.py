@@ -48,15 +48,16 @@ def main():
     fn = rt.image.function(launch._context(None), "vector_add").handle
     params = launch.ArgPacker(("ptr", "i32", "ptr", "i32", "ptr", "i32", "i32")).pack(
         [a.data_ptr(), 1024, b.data_ptr(), 1024, c.data_ptr(), 1024, 1024])
-    args = [(a.data_ptr(), "ptr"), (1024, "i32"), (b.data_ptr(), "ptr"), (1024, "i32"), (c.data_ptr(), "ptr"),
-            (1024, "i32"), (1024, "i32")]
+    codes = ("ptr", "i32", "ptr", "i32", "ptr", "i32", "i32")
+    values = (a.data_ptr(), 1024, b.data_ptr(), 1024, c.data_ptr(), 1024, 1024)
     out = {
         "add(a, b, c)": per_call(lambda: add(a, b, c)),
         "call_jit": per_call(lambda: jit_call.call_jit(add, (a, b, c), {})),
         "launcher(rt, a, b, c)": per_call(lambda: spec.launch(rt, a, b, c)),
         "rt.launch (args built)": per_call(lambda: rt.launch("vector_add", (1, 1, 1), (256, 1, 1), 0, None, None,
-                                                             args)),
-        "rt.launch (stream=0)": per_call(lambda: rt.launch("vector_add", (1, 1, 1), (256, 1, 1), 0, 0, None, args)),
+                                                             codes, values)),
+        "rt.launch (stream=0)": per_call(lambda: rt.launch("vector_add", (1, 1, 1), (256, 1, 1), 0, 0, None,
+                                                           codes, values)),
         "bare cuLaunchKernel": per_call(lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, 0, params, 0)),
         "key": per_call(lambda: jit_call._key(state, (a, b, c), {})),
         "tensor_arg x3": per_call(lambda: (rt.tensor_arg(a, "a", "f32", 1), rt.tensor_arg(b, "b", "f32", 1),

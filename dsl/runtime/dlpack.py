@@ -191,12 +191,14 @@ def torch_fast(t: Any, dtype: str, rank: int) -> tuple | None:
     """(ptr, shape, strides, device) of a contiguous CUDA torch tensor matching the
     specialization, or None when any check needs the full path (and its error message)."""
     dt = _TORCH_DTYPES.get(t.dtype)
-    if dt is None or dt.name != dtype or t.dim() != rank or not t.is_contiguous() or t.numel() > INT32_MAX:
+    shape = t.shape
+    # contiguous with at most 2**31 - 1 elements: unit innermost stride, every offset fits an i32
+    if dt is None or dt.name != dtype or len(shape) != rank or not t.is_contiguous() or t.numel() > INT32_MAX:
         return None
     dev = t.get_device()
     if dev < 0:
         return None
-    return t.data_ptr(), t.shape, t.stride(), dev
+    return t.data_ptr(), shape, t.stride(), dev
 
 
 def _from_cupy(a: Any) -> tuple:

@@ -16,6 +16,7 @@ import sys
 import warnings
 from typing import Any
 
+from dsl.runtime.dlpack import ArgumentError
 from dsl.runtime.launch import Runtime
 from dsl.runtime.module import ModuleImage
 
@@ -37,7 +38,7 @@ class _Specialization:
 class _JitState:
     """Per `@jit` function: its parameters and its specializations."""
 
-    __slots__ = ("names", "scalar", "signature", "specs", "target")
+    __slots__ = ("last", "names", "scalar", "signature", "specs", "target")
 
     def __init__(self, jit_fn: Any):
         from dsl.compiler.specs import evaluate_annotation
@@ -52,6 +53,7 @@ class _JitState:
                        for p in self.signature.parameters.values()]
         self.specs: dict[Any, _Specialization] = {}
         self.target: str | None = None
+        self.last: _Specialization | None = None  # tried first by the next call
 
 
 # --- specialization keys ------------------------------------------------------------------------
@@ -117,9 +119,25 @@ def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> None:
     except AttributeError:
         state = jit_fn._kdsl_state = _JitState(jit_fn)
     stream = None
-    if kwargs and "stream" in kwargs and "stream" not in state.names:
-        kwargs = dict(kwargs)
-        stream = kwargs.pop("stream")
+    if kwargs:
+        if "stream" in kwargs and "stream" not in state.names:
+            kwargs = dict(kwargs)
+            stream = kwargs.pop("stream")
+    else:
+        last = state.last
+        if last is not None and last.direct == len(args):
+            # The common case: the same specialization as the previous call. Its launcher
+            # validates every argument before it launches anything, so a mismatch (another
+            # dtype or rank) only means "look the specialization up by key" below.
+            rt = last.rt
+            rt._device = None
+            rt._framework = None
+            launched = rt.launches
+            try:
+                return last.launch(rt, *args, stream=None)
+            except ArgumentError:
+                if rt.launches != launched:
+                    raise
     spec = state.specs.get(_key(state, args, kwargs))
     if spec is None:
         spec = _specialize(jit_fn, state, args, kwargs)
@@ -127,6 +145,9 @@ def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> None:
     rt._device = None
     rt._framework = None
     direct = spec.direct
+    # Only a call that passed exactly the runtime parameters may be guessed again by shape:
+    # one that also passed Constexpr values positionally (or by keyword) is not the default.
+    state.last = spec if not kwargs and direct == len(args) else None
     if direct is not None:
         if direct == len(args):
             return spec.launch(rt, *args, stream=stream)

@@ -5,7 +5,7 @@ A generated launcher (the `launcher` stage) calls, for one jit specialization:
     x_ptr, x_shape, x_strides = rt.tensor_arg(x, 'x', 'f32', 1)
     a = rt.scalar_arg(a, 'a', 'f32')
     rt.launch('saxpy', grid=(gx, gy, gz), block=(bx, by, bz), smem=0, stream=stream,
-              cluster=None, args=[(x_ptr, 'ptr'), (x_shape[0], 'i32'), (a, 'f32'), ...])
+              cluster=None, codes=('ptr', 'i32', 'f32', ...), values=(x_ptr, x_shape[0], a, ...))
 
 Kernel parameters are packed with one precompiled `struct` format into a buffer allocated
 once per kernel (and thread), each parameter in its own 8-byte slot, with a cached `void**`
@@ -72,8 +72,9 @@ class ArgPacker:
         self.address = ctypes.addressof(self.ptrs)
         self.bf16 = tuple(i for i, c in enumerate(codes) if c == "bf16")
 
-    def pack(self, values: list[Any]) -> int:
+    def pack(self, values: tuple | list) -> int:
         if self.bf16:
+            values = list(values)
             for i in self.bf16:
                 values[i] = _bf16_bits(float(values[i]))
         self.struct.pack_into(self.buf, 0, *values)
@@ -176,6 +177,7 @@ class Runtime:
         self._device: int | None = None
         self._framework: str | None = None
         self._drv = None
+        self.launches = 0  # launches issued, so a caller can tell whether a failed call launched any
 
     # -- per call ---------------------------------------------------------------------------
 
@@ -236,7 +238,8 @@ class Runtime:
     # -- launching --------------------------------------------------------------------------
 
     def launch(self, symbol: str, grid: tuple, block: tuple, smem: int = 0, stream: Any = None,
-               cluster: tuple | None = None, args: list | tuple = ()) -> None:
+               cluster: tuple | None = None, codes: tuple = (), values: tuple = ()) -> None:
+        self.launches += 1
         ctx = _context(self._device)
         fn = self._functions.get((ctx.key, symbol))
         if fn is None:
@@ -251,12 +254,12 @@ class Runtime:
         tid = threading.get_ident()
         packer = self._packers.get((symbol, tid))
         if packer is None:
-            packer = self._packers[(symbol, tid)] = ArgPacker(tuple(code for _, code in args))
+            packer = self._packers[(symbol, tid)] = ArgPacker(codes)
         try:
-            params = packer.pack([v for v, _ in args])
+            params = packer.pack(values)
         except (struct.error, TypeError, OverflowError) as err:
             raise self._error(f"a kernel argument does not fit its parameter type "
-                              f"({', '.join(c for _, c in args)}): {err}", symbol, grid, block, smem) from None
+                              f"({', '.join(codes)}): {err}", symbol, grid, block, smem) from None
         if stream is None:
             fw = self._framework
             handle = _FRAMEWORK_STREAMS[fw](self._device) if fw is not None else 0

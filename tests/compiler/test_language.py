@@ -211,7 +211,7 @@ def run(x: Tensor[f32]):
                      traced)
     run = a.report.function("run").compiled
     assert run.kernels[0].dynamic_smem == 1024 + 40  # 256 floats, then 10 ints at a 16-byte boundary
-    assert "smem=1064" in run.launcher
+    assert "(1, 1, 1), (256, 1, 1), 1064, stream" in run.launcher
     assert "dynamic_shared_memory_size" in run.traced
 
 
@@ -288,7 +288,7 @@ def run(x: Tensor[f32, 2], B: Constexpr[int] = 64):
 """)
     src = a.stage("run", "launcher")
     assert "def launch(rt, x, stream=None):" in src
-    assert "grid=((-(-x_shape[1] // 64)), x_shape[0], 1), block=(64, 2, 1)" in src
+    assert "rt.launch('k', ((-(-x_shape[1] // 64)), x_shape[0], 1), (64, 2, 1), 0, stream" in src
     namespace: dict = {}
     exec(compile(src, "launcher", "exec"), namespace)  # the generated source is valid Python
     assert callable(namespace["launch"])

@@ -137,6 +137,43 @@ def test_dtype_differing_from_specialization(torch):
         launcher(rt, x.half(), x, 1.0)
 
 
+def test_each_call_runs_its_own_specialization(torch, tmp_path):
+    """Constexpr passed, then defaulted, then another dtype: every call runs the right code."""
+    src = tmp_path / "specs_mod.py"
+    src.write_text(
+        "import dsl\nfrom dsl import Tensor, Constexpr, f32, f16\n\n"
+        "@dsl.kernel\n"
+        "def fill(x: Tensor[f32], S: Constexpr[int]):\n"
+        "    x[dsl.thread_idx.x] = dsl.cast(S, f32)\n\n"
+        "@dsl.kernel\n"
+        "def fill16(x: Tensor[f16], S: Constexpr[int]):\n"
+        "    x[dsl.thread_idx.x] = dsl.cast(S, f16)\n\n"
+        "@dsl.jit\n"
+        "def run(x: Tensor[f32], S: Constexpr[int] = 3):\n"
+        "    if dsl.const_expr(x.dtype == f32):\n"
+        "        fill(x, S).launch(grid=1, block=32)\n"
+        "    else:\n"
+        "        fill16(x, S).launch(grid=1, block=32)\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import specs_mod
+    finally:
+        sys.path.remove(str(tmp_path))
+    x = torch.zeros(32, device="cuda")
+    for args, expected in [((x,), 3.0), ((x, 7), 7.0), ((x,), 3.0), ((x,), 3.0), ((x, 7), 7.0)]:
+        x.fill_(float("nan"))
+        specs_mod.run(*args)
+        torch.cuda.synchronize()
+        assert torch.all(x == expected), (args[1:], x[:4])
+    h = torch.zeros(32, device="cuda", dtype=torch.float16)
+    specs_mod.run(h)  # another dtype after the f32 calls: looked up, not guessed
+    torch.cuda.synchronize()
+    assert torch.all(h == 3.0)
+    specs_mod.run(x)
+    torch.cuda.synchronize()
+    assert torch.all(x == 3.0)
+
+
 def test_too_much_shared_memory_is_dsl601(torch, tmp_path):
     src = tmp_path / "bigsmem.py"
     src.write_text(
