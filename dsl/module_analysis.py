@@ -116,7 +116,7 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
             compiled = compiled or result
             diags += [d for d in ds if d not in diags]
         if compiled is not None:
-            for launch in getattr(compiled, "launches", []):
+            for launch in compiled.launches:
                 kernel = namespace.get(launch.kernel.source_name)
                 key = id(kernel)
                 if key not in used_specs:

@@ -11,7 +11,7 @@ def row_sum(x: Tensor[f32, 2], out: Tensor[f32], BLOCK: Constexpr[int]):
     row = dsl.block_idx.x
     cols = x.shape[1]
     smem = dsl.SharedAllocator()
-    scratch = smem.array(f32, BLOCK // 32)
+    scratch = smem.array(f32, 32)
     acc = 0.0
     for c in range(dsl.thread_idx.x * 4, cols, BLOCK * 4):
         v = x.vload((row, c), 4)

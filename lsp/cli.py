@@ -7,6 +7,7 @@ does not pay for pygls and `kdsl lsp` does not pay for the lint front end.
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -41,10 +42,14 @@ def _run_ir(argv: list[str]) -> int:
 
 def _call(entry: Callable[..., int | None], argv: list[str], prog: str) -> int:
     """Calls a subcommand's `main(argv)`, or `main()` with `sys.argv` set for ones that take none."""
-    if inspect.signature(entry).parameters:
-        return entry(argv) or 0
-    sys.argv = [prog, *argv]
-    return entry() or 0
+    try:
+        if inspect.signature(entry).parameters:
+            return entry(argv) or 0
+        sys.argv = [prog, *argv]
+        return entry() or 0
+    except BrokenPipeError:  # `kdsl ir ... | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {"lint": _run_lint, "lsp": _run_lsp, "ir": _run_ir}

@@ -9,7 +9,6 @@ diagnostics from every kernel the function launches, not just the first failure.
 from __future__ import annotations
 
 import ast
-import inspect
 import threading
 import warnings
 from typing import Any
@@ -49,7 +48,6 @@ class FunctionCompiler:
         self.gpu_module_name = f"{name}_kernels"
         self.kernels: dict[tuple, TracedKernel | None] = {}
         self.symbols: set[str] = set()
-        self.launch_ranges: dict[str, list[tuple[SourceRange, int]]] = {}
         self._dynamic_smem_declared = False
         with self.context, ir.Location.unknown():
             self.module = ir.Module.create()
@@ -199,7 +197,7 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
                     f"{list(k.block)} ({res.registers} registers, {res.static_smem + k.dynamic_smem} bytes smem)",
                     launch.range))
     compiled.diagnostics = [d for d in sink.items if not d.is_error]
-    compiled.launches = launches  # type: ignore[attr-defined]
+    compiled.launches = launches
     return compiled
 
 
@@ -241,7 +239,3 @@ def parse_examples(fn: Any) -> list[tuple[tuple, dict, SourceRange | None]]:
         else:
             out.append(((ex,), {}, rng))
     return out
-
-
-def signature_of(fn: Any) -> inspect.Signature:
-    return inspect.signature(fn.fn)

@@ -116,6 +116,7 @@ class CompiledFunction:
     kernels: list[KernelInfo] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)  # warnings and infos
     cubin: bytes | None = None
+    launches: list[Any] = field(default_factory=list)  # jit: each launch's kernel, grid, block and range
 
     @property
     def traced(self) -> str:

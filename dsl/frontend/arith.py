@@ -273,11 +273,6 @@ def truth(value: Any) -> Scalar:
     raise DSLTypeError(f"{type_name(value)} cannot be used as a condition")
 
 
-def select(cond: Any, a: Any, b: Any) -> Any:
-    x, y, ty = common(a, b, "if-else")
-    return _wrap(x, arith.select(truth(cond).value, x.value, y.value), ty)
-
-
 def logical(op: str, a: Any, b: Any) -> Scalar:
     """`and` / `or` on run-time conditions (both sides are evaluated: no short circuit)."""
     fn = arith.andi if op == "And" else arith.ori

@@ -290,19 +290,26 @@ class Tracer:
         frame.returned = False
         frame.env = before
         merged = self.merge_branches(stmt, names, before, branches)
-        result_types = [v.value.type for _, (v, _) in merged]
-        has_else = bool(merged) or len(branches[1][0].operations) > 0
-        final = scf.IfOp(cond.value, result_types, has_else=has_else)
-        pairs = [(branches[0], final.then_block, 0)] + ([(branches[1], final.else_block, 1)] if has_else else [])
-        for (old, _), new, side in pairs:
+        results = self._rebuild_if(cond, draft, [b for b, _ in branches], [pair for _, pair in merged])
+        for (name, _), value in zip(merged, results):
+            frame.env[name] = value
+
+    def _rebuild_if(self, cond: Scalar, draft: Any, blocks: list[Any], yields: list[tuple[Any, Any]]) -> list[Any]:
+        """Moves a traced draft `scf.if` into one that yields `yields` (then, else) pairs.
+
+        The result types are known only after both branches are traced, and an op's
+        result types are fixed when it is built, so tracing happens in a draft first.
+        """
+        has_else = bool(yields) or len(blocks[1].operations) > 0
+        final = scf.IfOp(cond.value, [a.value.type for a, _ in yields], has_else=has_else)
+        targets = [final.then_block] + ([final.else_block] if has_else else [])
+        for side, (old, new) in enumerate(zip(blocks, targets)):
             for op in list(old.operations):
                 new.append(op)
             with ir.InsertionPoint(new):
-                scf.yield_([pair[side].value for _, pair in merged])
+                scf.yield_([pair[side].value for pair in yields])
         draft.operation.erase()
-        for i, (name, (v, _)) in enumerate(merged):
-            result = final.results[i]
-            frame.env[name] = Vector(result, v.dtype, v.width) if isinstance(v, Vector) else Scalar(result, v.dtype)
+        return [_like(a, result) for (a, _), result in zip(yields, final.results)]
 
     def merge_branches(self, stmt: ast.stmt, names: list[str], before: dict[str, Any],
                        branches: list[tuple[Any, dict[str, Any]]]) -> list[tuple[str, tuple[Any, Any]]]:
@@ -335,7 +342,7 @@ class Tracer:
             merged.append((name, (a, b)))
         return merged
 
-    def _join_type(self, stmt: ast.stmt, name: str, a: Any, b: Any) -> DType:
+    def _join_type(self, stmt: ast.AST, name: str, a: Any, b: Any) -> DType:
         ta = a.dtype if isinstance(a, Scalar | Vector) else None
         tb = b.dtype if isinstance(b, Scalar | Vector) else None
         if isinstance(a, Vector) or isinstance(b, Vector):
@@ -635,10 +642,32 @@ class Tracer:
         return result
 
     def expr_IfExp(self, node: ast.IfExp) -> Any:
+        """`a if c else b` on a run-time `c` evaluates only the chosen side, as in Python:
+        `x[i] if i < n else 0.0` must not load `x[i]` out of bounds (an `scf.if`, which
+        canonicalization turns into a select when both sides are cheap and safe)."""
         cond = self.eval(node.test)
         if not isinstance(cond, Scalar):
             return self.eval(node.body if cond else node.orelse)
-        return A.select(cond, self.eval(node.body), self.eval(node.orelse))
+        if self.mode == "host":
+            raise DSLUnsupported("a conditional expression on a run-time host value is not supported")
+        cond = A.truth(cond)
+        draft = scf.IfOp(cond.value, [], has_else=True)
+        values = []
+        for block, expr in ((draft.then_block, node.body), (draft.else_block, node.orelse)):
+            with ir.InsertionPoint(block):
+                values.append(self.eval(expr))
+        a, b = values
+        if not isinstance(a, Scalar | Vector) and not isinstance(b, Scalar | Vector) and type(a) is type(b) \
+                and _same_python(a, b):
+            draft.operation.erase()
+            return a
+        dtype = self._join_type(node, "the conditional expression", a, b)
+        with ir.InsertionPoint(draft.then_block):
+            a = self.wrap(node.body, lambda: A.cast(a, dtype))
+        with ir.InsertionPoint(draft.else_block):
+            b = self.wrap(node.orelse, lambda: A.cast(b, dtype))
+        (result,) = self._rebuild_if(cond, draft, [draft.then_block, draft.else_block], [(a, b)])
+        return result
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)

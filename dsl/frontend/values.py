@@ -7,7 +7,7 @@ MLIR value is what lets us tell i32 from u32 (MLIR integers are signless).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dsl.language.types import DType
@@ -99,15 +99,6 @@ class ShapeView:
 
     items: list[Any]
     what: str
-
-
-@dataclass
-class RuntimeTypes:
-    """Scratch state for one traced function (kept out of the tracer for clarity)."""
-
-    allocator: SharedAllocatorState | None = None
-    uses_printf: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def is_runtime(value: Any) -> bool:

@@ -260,7 +260,7 @@ def entry_from_compiled(compiled: Any) -> Any:
     from dsl.compiler.disk_cache import CacheEntry
 
     ranges: dict[str, Any] = {}
-    for launch in getattr(compiled, "launches", None) or []:
+    for launch in compiled.launches:
         ranges.setdefault(launch.kernel.symbol, launch.range.to_dict())
     return CacheEntry(
         name=compiled.name, target=compiled.target, cubin=compiled.cubin, ptx=compiled.stages.get("ptx"),

@@ -315,3 +315,17 @@ def run(x: Tensor[f32], y, B: Constexpr[int] = 64):
     assert "Tensor[f16, 2]" in compiled.launcher and "B=32" in compiled.launcher
     assert a.codes() == ["DSL103"]  # without examples, 'y' has no type
 
+
+
+def test_conditional_expression_evaluates_only_the_chosen_side(analyse):
+    a = analyse(HEADER + """
+@dsl.kernel
+def k(x: Tensor[f32], y: Tensor[f32], n: Int32):
+    i = dsl.thread_idx.x
+    y[i] = x[i] if i < n else 0.0
+""")
+    ir = a.stage("k", "traced")
+    # the load sits inside the `then` region of an scf.if yielding f32, not before it
+    m = re.search(r"= scf.if %\w+ -> \(f32\) \{\n(.*?)\n\s*\} else \{", ir, re.S)
+    assert m and "llvm.load" in m.group(1), ir
+    assert ir.index("scf.if") < ir.index("llvm.load")
