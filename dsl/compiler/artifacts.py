@@ -6,6 +6,7 @@ language server and of `kdsl lint` sends a `ModuleReport` back to its parent).
 
 from __future__ import annotations
 
+import base64
 import bisect
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,10 +164,12 @@ class CompiledFunction:
             "source_maps": {k: v.to_list() for k, v in self.source_maps.items()},
             "kernels": [k.to_dict() for k in self.kernels],
             "diagnostics": [d.to_dict() for d in self.diagnostics],
+            "cubin": base64.b64encode(self.cubin).decode() if self.cubin else None,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompiledFunction:
+        cubin = data.get("cubin")
         return cls(
             name=data["name"],
             kind=data["kind"],
@@ -175,7 +178,18 @@ class CompiledFunction:
             source_maps={k: SourceMap.from_list(v) for k, v in data["source_maps"].items()},
             kernels=[KernelInfo.from_dict(k) for k in data["kernels"]],
             diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]],
+            cubin=base64.b64decode(cubin) if cubin else None,
         )
+
+    @property
+    def available_stages(self) -> list[str]:
+        """The stages that exist or can be made on request (SASS needs the cubin and nvdisasm)."""
+        from dsl.compiler.toolchain import nvdisasm_path
+
+        names = list(self.stages)
+        if "sass" not in names and self.cubin is not None and nvdisasm_path() is not None:
+            names.insert(names.index("launcher") if "launcher" in names else len(names), "sass")
+        return names
 
 
 @dataclass

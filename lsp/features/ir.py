@@ -10,6 +10,7 @@ the answer still says why (its diagnostics and a short text), never an empty pag
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from dsl.compiler.artifacts import FunctionReport, ModuleReport
@@ -56,9 +57,9 @@ def ir_response(report: ModuleReport | None, text: str, function: str, stage: st
             "sourceMap": [],
             "diagnostics": diagnostics,
         }
-    stage_text = fn.compiled.stages.get(stage)
+    stage_text = fn.compiled.sass if stage == "sass" else fn.compiled.stages.get(stage)
     if stage_text is None:
-        known = ", ".join(fn.compiled.stages)
+        known = ", ".join(fn.compiled.available_stages)
         return {
             "text": f"// {fn.name}: no {stage!r} stage (available: {known})\n",
             "language": language,
@@ -66,7 +67,8 @@ def ir_response(report: ModuleReport | None, text: str, function: str, stage: st
             "diagnostics": diagnostics,
         }
     smap = fn.compiled.source_maps.get(stage)
-    entries = smap.entries if smap is not None else []
+    # lines made by helpers in other files (traced inline) have no range in this document
+    entries = [(ir, rng) for ir, rng in smap.entries if rng.file == report.path] if smap is not None else []
     return {
         "text": stage_text,
         "language": language,
@@ -81,7 +83,7 @@ def stages_response(report: ModuleReport | None, text: str, path: str) -> dict[s
     out = []
     for fn in dsl_functions(text, path):
         compiled = report.function(fn.name) if report is not None else None
-        stages = list(compiled.compiled.stages) if compiled is not None and compiled.compiled else []
+        stages = compiled.compiled.available_stages if compiled is not None and compiled.compiled else []
         out.append(
             {
                 "name": fn.name,
@@ -115,7 +117,11 @@ def register(server: KdslLanguageServer) -> None:
             }
         report = await current_report(ls, uri)
         state = ls.documents.get(uri) or state
-        return ir_response(report, state.report_text or state.text, function, stage)
+        text = state.report_text or state.text
+        if stage == "sass":  # nvdisasm takes about a second: keep the event loop free
+            return await asyncio.get_running_loop().run_in_executor(
+                None, ir_response, report, text, function, stage)
+        return ir_response(report, text, function, stage)
 
     @server.feature(STAGES_REQUEST)
     async def stages(ls: KdslLanguageServer, params: Any) -> dict[str, Any]:

@@ -80,7 +80,7 @@ async def test_stages_lists_every_function(client):
                 "name": "good",
                 "kind": "kernel",
                 "range": {"start": {"line": 5, "character": 4}, "end": {"line": 5, "character": 8}},
-                "stages": list(report.function("good").compiled.stages),
+                "stages": ["traced", "lowered", "llvm", "ptx", "sass"],
             },
             {
                 "name": "bad",
@@ -90,3 +90,23 @@ async def test_stages_lists_every_function(client):
             },
         ]
     }
+
+
+async def test_sass_is_disassembled_on_request_with_its_source_map(client):
+    await initialize(client)
+    uri = open_file(client, "saxpy.py")
+    compiled = report_of("saxpy.py").function("saxpy").compiled
+    result = as_data(
+        await client.protocol.send_request_async("kdsl/ir", {"uri": uri, "function": "saxpy", "stage": "sass"})
+    )
+    assert result["language"] == "sass" and result["text"] == compiled.sass
+    store_lines = [i for i, line in enumerate(result["text"].splitlines()) if "STG" in line]
+    mapped = {m["irLine"]: m["range"]["start"]["line"] for m in result["sourceMap"]}
+    y_store = next(i for i, line in enumerate(open_source("saxpy.py").splitlines()) if "y[i] =" in line)
+    assert store_lines and all(mapped[i] == y_store for i in store_lines)
+
+
+def open_source(name: str) -> str:
+    from pathlib import Path
+
+    return (Path(__file__).parent / "data" / name).read_text()
