@@ -188,6 +188,8 @@ class HostTracer(Tracer):
             if isinstance(g, int) and not 1 <= g <= m:
                 raise self.fail("DSL204", grid_node, f"grid {[x if isinstance(x, int) else '?' for x in grid3]} "
                                 f"exceeds {target.name} limits {list(target.max_grid_dims)}")
+        if cluster is not None:
+            self._check_cluster(node, cluster, grid3, target)
         params = self._bind(kernel, call)
         traced = self.compiler.specialize(kernel, params, static_block or (tuple(contract[0]) if contract else None))
         if traced is None:
@@ -203,6 +205,21 @@ class HostTracer(Tracer):
                                 f"{traced.dynamic_smem} bytes allocated by SharedAllocator in kernel "
                                 f"'{kernel.kernel_name}'")
         self._emit_launch(node, traced, call, params, grid3, block3, smem_value, cluster, static_block)
+
+    def _check_cluster(self, node: ast.Call, cluster: Any, grid3: list[Any], target: Any) -> None:
+        """A cluster must fit the target and tile the grid (DSL204, at `cluster=`)."""
+        cluster_node = next((kw.value for kw in node.keywords if kw.arg == "cluster"), node)
+        dims = self._dim3(cluster, cluster_node, "cluster")
+        if not all(isinstance(c, int) for c in dims):
+            raise self.fail("DSL301", cluster_node, "cluster dimensions must be compile-time ints")
+        size = dims[0] * dims[1] * dims[2]
+        if size > target.max_cluster_size:
+            raise self.fail("DSL204", cluster_node, f"cluster {dims} has {size} blocks; {target.name} allows "
+                            f"{target.max_cluster_size} per cluster")
+        for axis, (g, c) in enumerate(zip(grid3, dims)):
+            if isinstance(g, int) and g % c:
+                raise self.fail("DSL204", cluster_node, f"grid {'xyz'[axis]}={g} is not a multiple of cluster "
+                                f"{'xyz'[axis]}={c}")
 
     def _dim3(self, value: Any, node: ast.AST, what: str) -> list[Any]:
         items = list(value) if isinstance(value, tuple | list) else [value]

@@ -138,6 +138,39 @@ def run(x: Tensor[f32]):
     assert d.range == rng(a, "(1, 70000)")
 
 
+@pytest.mark.parametrize("cluster, grid, target, message", [
+    ("(2, 1, 1)", "(3, 2)", None, "grid x=3 is not a multiple of cluster x=2"),
+    ("(16, 1, 1)", "(16, 2)", None, "cluster [16, 1, 1] has 16 blocks; sm_90 allows 8 per cluster"),
+    ("(2, 1, 1)", "(4, 2)", "sm_80", "cluster [2, 1, 1] has 2 blocks; sm_80 allows 1 per cluster"),
+])
+def test_dsl204_cluster_must_fit_target_and_tile_grid(analyse, cluster, grid, target, message):
+    a = analyse(HEADER + f"""
+@dsl.kernel
+def k(x: Tensor[f32]):
+    pass
+
+@dsl.jit
+def run(x: Tensor[f32]):
+    k(x).launch(grid={grid}, block=32, cluster={cluster})
+""", target=target)
+    d = only(a, "DSL204")
+    assert d.range == rng(a, cluster, "cluster=") and d.message == message
+
+
+def test_cluster_launch_in_ir_and_launcher(analyse):
+    a = analyse(HEADER + """
+@dsl.kernel
+def k(x: Tensor[f32]):
+    pass
+
+@dsl.jit
+def run(x: Tensor[f32]):
+    k(x).launch(grid=(4, 2), block=32, cluster=(2, 1, 1))
+""")
+    assert "clusters in (" in a.stage("run", "traced")
+    assert ", stream, (2, 1, 1), (" in a.stage("run", "launcher")
+
+
 def test_dsl205_launch_smem_below_allocation(analyse):
     a = analyse(HEADER + """
 @dsl.kernel

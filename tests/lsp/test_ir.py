@@ -72,7 +72,7 @@ async def test_ir_of_a_function_that_failed_to_compile(client):
 async def test_stages_lists_every_function(client):
     await initialize(client)
     uri = open_file(client, "broken.py")
-    report = report_of("broken.py")
+    assert report_of("broken.py").function("good").compiled.cubin  # so SASS can be made on request
     result = as_data(await client.protocol.send_request_async("kdsl/stages", {"uri": uri}))
     assert result == {
         "functions": [
