@@ -14,7 +14,12 @@ from typing import Any
 from dsl.diagnostics import Diagnostic, DiagnosticSink, Fix, SourceRange, TextEdit
 from dsl.frontend.params import ParamSpec
 from dsl.frontend.source import FunctionSource
-from dsl.frontend.static_checks import annotation_mismatch_message, not_dsl_type_message
+from dsl.frontend.static_checks import (
+    annotation_fixes,
+    annotation_mismatch_message,
+    mismatch_fixes,
+    not_dsl_type_message,
+)
 from dsl.language.types import (
     ConstexprType,
     DType,
@@ -72,12 +77,15 @@ def resolve_params(fn: Any, src: FunctionSource, args: tuple, kwargs: dict, sink
         ann = evaluate_annotation(fn.fn, param.annotation)
         node = arg_nodes.get(name)
         if ann is not _EMPTY and not is_dsl_annotation(ann) and node is not None and node.annotation is not None:
+            text, rng = ast.unparse(node.annotation), src.file.range_of(node.annotation)
             sink.add(Diagnostic.make(
-                "DSL102", not_dsl_type_message(context, name, ast.unparse(node.annotation)),
-                src.file.range_of(node.annotation)))
+                "DSL102", not_dsl_type_message(context, name, text), rng,
+                fixes=annotation_fixes(text, rng, param.default is not _EMPTY)))
         where = example_range or (src.file.range_of(node) if node is not None else src.file.def_name_range(src.node))
         if name in bound.arguments:
-            spec = _from_value(name, bound.arguments[name], ann, is_jit, sink, where, context)
+            ann_text = ast.unparse(node.annotation) if node is not None and node.annotation is not None else None
+            ann_range = src.file.range_of(node.annotation) if ann_text is not None else None
+            spec = _from_value(name, bound.arguments[name], ann, is_jit, sink, where, context, (ann_text, ann_range))
         else:
             spec = _from_annotation(name, ann, param.default, is_jit)
         if spec is None:
@@ -93,27 +101,30 @@ def resolve_params(fn: Any, src: FunctionSource, args: tuple, kwargs: dict, sink
 
 
 def _from_value(name: str, value: Any, ann: Any, is_jit: bool, sink: DiagnosticSink,
-                where: SourceRange, context: str) -> ParamSpec | None:
+                where: SourceRange, context: str, annotation: tuple[str | None, SourceRange | None]
+                ) -> ParamSpec | None:
+    def mismatch(annotated: str, actual: str) -> None:
+        sink.add(Diagnostic.make("DSL101", annotation_mismatch_message(context, name, annotated, actual), where,
+                                 fixes=mismatch_fixes(annotation[0], annotated, actual, annotation[1])))
+
     if isinstance(ann, ConstexprType):
         return ParamSpec(name, "constexpr", value=value)
     if isinstance(value, TensorSpec | TensorType):
         spec = value.type if isinstance(value, TensorSpec) else value
-        _check_tensor(name, ann, spec.dtype, spec.rank, sink, where, context)
+        _check_tensor(ann, spec.dtype, spec.rank, mismatch)
         return ParamSpec(name, "tensor", spec.dtype, spec.rank)
     if isinstance(value, DType):
         if isinstance(ann, DType) and ann != value:
-            sink.add(Diagnostic.make("DSL101", annotation_mismatch_message(context, name, ann.name, value.name),
-                                     where))
+            mismatch(ann.name, value.name)
         return ParamSpec(name, "scalar", value)
     array = _array_spec(value)
     if array is not None:
-        _check_tensor(name, ann, array[0], array[1], sink, where, context)
+        _check_tensor(ann, array[0], array[1], mismatch)
         return ParamSpec(name, "tensor", array[0], array[1])
     if isinstance(value, bool | int | float):
         if isinstance(ann, DType):
             if isinstance(value, float) and not ann.is_float:
-                sink.add(Diagnostic.make("DSL101", annotation_mismatch_message(context, name, ann.name, "float"),
-                                         where))
+                mismatch(ann.name, "f32")
                 return ParamSpec(name, "scalar", f32)
             return ParamSpec(name, "scalar", ann)
         if is_jit:
@@ -122,11 +133,9 @@ def _from_value(name: str, value: Any, ann: Any, is_jit: bool, sink: DiagnosticS
     return ParamSpec(name, "constexpr", value=value)
 
 
-def _check_tensor(name: str, ann: Any, dtype: DType, rank: int, sink: DiagnosticSink, where: SourceRange,
-                  context: str) -> None:
+def _check_tensor(ann: Any, dtype: DType, rank: int, mismatch: Any) -> None:
     if isinstance(ann, TensorType) and ann.dtype is not None and (ann.dtype != dtype or ann.rank != rank):
-        sink.add(Diagnostic.make("DSL101", annotation_mismatch_message(
-            context, name, f"Tensor[{ann.dtype.name}, {ann.rank}]", f"Tensor[{dtype.name}, {rank}]"), where))
+        mismatch(f"Tensor[{ann.dtype.name}, {ann.rank}]", f"Tensor[{dtype.name}, {rank}]")
 
 
 def _from_annotation(name: str, ann: Any, default: Any, is_jit: bool) -> ParamSpec | None:

@@ -30,6 +30,7 @@ from dsl.frontend.static_checks import (
     annotation_mismatch_message,
     block_limit_diagnostic,
     contract_diagnostic,
+    mismatch_fixes,
 )
 from dsl.frontend.tracer import Tracer
 from dsl.frontend.values import BoundMethod, DSLTypeError, Scalar, ShapeView, type_name
@@ -253,7 +254,7 @@ class HostTracer(Tracer):
                 want = ann if isinstance(ann, TensorType) else None
                 if want is not None and want.dtype is not None and (
                         want.dtype != value.dtype or want.rank != value.rank):
-                    self.warn_mismatch(node, name, f"Tensor[{value.dtype.name}, {value.rank}]",
+                    self.warn_mismatch(kernel, node, name, f"Tensor[{value.dtype.name}, {value.rank}]",
                                        f"Tensor[{want.dtype.name}, {want.rank}]")
                 out.append((ParamSpec(name, "tensor", value.dtype, value.rank), value, node))
             elif isinstance(value, Scalar | bool | int | float):
@@ -262,7 +263,7 @@ class HostTracer(Tracer):
                 actual = value.dtype if isinstance(value, Scalar) else A.literal_type(value)
                 if isinstance(ann, DType) and actual != ann and not (
                         isinstance(value, int) and not isinstance(value, bool) and ann.is_float):
-                    self.warn_mismatch(node, name, actual.name, ann.name)
+                    self.warn_mismatch(kernel, node, name, actual.name, ann.name)
                 if isinstance(ann, TensorType):
                     raise self.fail("DSL301", node, f"'{name}' is a tensor parameter; got {type_name(value)}")
                 out.append((ParamSpec(name, "scalar", dtype), value, node))
@@ -270,9 +271,19 @@ class HostTracer(Tracer):
                 raise self.fail("DSL301", node, f"cannot pass {type_name(value)} as kernel argument '{name}'")
         return out
 
-    def warn_mismatch(self, node: ast.AST, name: str, actual: str, annotated: str) -> None:
+    def warn_mismatch(self, kernel: Any, node: ast.AST, name: str, actual: str, annotated: str) -> None:
+        from dsl.frontend.source import function_source
+
+        src = function_source(kernel.fn)
+        arg = next((a for a in src.node.args.args + src.node.args.kwonlyargs if a.arg == name), None)
+        ann_text = ast.unparse(arg.annotation) if arg is not None and arg.annotation is not None else None
+        ann_range = src.file.range_of(arg.annotation) if ann_text is not None else None
+        arg_text = ast.get_source_segment(self.frame.src.text, node) if isinstance(node, ast.expr) else None
+        fixes = mismatch_fixes(ann_text, annotated, actual, ann_range, arg_text,
+                               self.range(node) if arg_text else None)
         self.sink.add(Diagnostic.make(
-            "DSL101", annotation_mismatch_message("@kernel", name, annotated, actual), self.range(node)))
+            "DSL101", annotation_mismatch_message("@kernel", name, annotated, actual), self.range(node),
+            fixes=fixes))
 
     def _index(self, v: Any) -> Any:
         if isinstance(v, int):

@@ -31,6 +31,63 @@ def not_dsl_type_message(context: str, name: str, annotation: str) -> str:
     return f"{context} parameter '{name}' is annotated as '{annotation}', which is not a DSL value type."
 
 
+_DSL_SPELLING = {"int": "dsl.Int32", "float": "dsl.Float32", "bool": "dsl.Boolean"}
+
+
+def annotation_fixes(annotation: str, rng: SourceRange, has_default: bool) -> list[Fix]:
+    """DSL102's fixes: the DSL type a Python scalar annotation means, or Constexpr for a
+    parameter with a default (a compile-time value)."""
+    fixes = []
+    if annotation in _DSL_SPELLING:
+        fixes.append(Fix(f"Annotate as {_DSL_SPELLING[annotation]}",
+                         (TextEdit(rng, _DSL_SPELLING[annotation]),)))
+        if has_default:
+            fixes.append(Fix(f"Annotate as dsl.Constexpr[{annotation}]",
+                             (TextEdit(rng, f"dsl.Constexpr[{annotation}]"),)))
+    return fixes
+
+
+def mismatch_fixes(annotation: str | None, annotated: str, actual: str, annotation_range: SourceRange | None,
+                   argument: str | None = None, argument_range: SourceRange | None = None) -> list[Fix]:
+    """DSL101's fixes: make the annotation say the actual type, or cast a scalar argument."""
+    fixes = []
+    if annotation is not None and annotation_range is not None:
+        new = _retyped(annotation, annotated, actual)
+        if new is not None:
+            fixes.append(Fix(f"Change the annotation to {new}", (TextEdit(annotation_range, new),)))
+    if argument is not None and argument_range is not None and "[" not in annotated:
+        fixes.append(Fix(f"Cast the argument to dsl.{annotated}",
+                         (TextEdit(argument_range, f"dsl.cast({argument}, dsl.{annotated})"),)))
+    return fixes
+
+
+def _retyped(annotation: str, annotated: str, actual: str) -> str | None:
+    """The annotation's text with the annotated element type replaced by the actual one."""
+    old_dtype = annotated.split("[")[-1].split(",")[0].rstrip("]").strip()
+    new_dtype = actual.split("[")[-1].split(",")[0].rstrip("]").strip()
+    if "[" in annotated:  # a tensor: keep the user's spelling, swap the element type
+        if annotated.split(",")[-1] != actual.split(",")[-1]:
+            rank = actual.split(",")[-1].rstrip("]").strip()
+            dtype_part = annotation.split("[", 1)[1].split(",")[0].rstrip("]").strip()
+            prefix = dtype_part.rsplit(".", 1)[0] + "." if "." in dtype_part else ""
+            return f"{annotation.split('[', 1)[0]}[{prefix}{new_dtype}, {rank}]"
+        import re
+
+        new, count = re.subn(rf"\b{re.escape(old_dtype)}\b", new_dtype, annotation, count=1)
+        return new if count else None
+    import re
+
+    names = {"f32": "Float32", "f16": "Float16", "bf16": "BFloat16", "f64": "Float64", "i32": "Int32",
+             "i64": "Int64", "i16": "Int16", "i8": "Int8", "u32": "Uint32", "u64": "Uint64", "u16": "Uint16",
+             "u8": "Uint8", "bool": "Boolean", "index": "Index"}
+    for old, new_name in ((old_dtype, new_dtype), (names.get(old_dtype, ""), names.get(new_dtype, ""))):
+        if old and new_name:
+            new, count = re.subn(rf"\b{re.escape(old)}\b", new_name, annotation, count=1)
+            if count:
+                return new
+    return f"dsl.{new_dtype}" if new_dtype in names else None
+
+
 def contract_message(kernel: str, axis: int, launched: int, declared: int) -> str:
     label = "xyz"[axis]
     return (f"launch block {label}={launched} differs from known_block_size {label}={declared} declared on "
@@ -153,10 +210,12 @@ def static_checks(source: str, path: str, target: str | None = None) -> list[Dia
         if kind is None:
             continue
         context = "@kernel" if kind == "kernel" else "@jit"
+        defaults = _with_defaults(fn)
         for arg in fn.args.args + fn.args.kwonlyargs:
             if arg.annotation is not None and _is_not_dsl_type(arg.annotation):
-                out.append(Diagnostic.make("DSL102", not_dsl_type_message(
-                    context, arg.arg, ast.unparse(arg.annotation)), file.range_of(arg.annotation)))
+                text, rng = ast.unparse(arg.annotation), file.range_of(arg.annotation)
+                out.append(Diagnostic.make("DSL102", not_dsl_type_message(context, arg.arg, text), rng,
+                                           fixes=annotation_fixes(text, rng, arg.arg in defaults)))
         if kind == "kernel":
             known = None
             if kbs_node is not None:
@@ -192,6 +251,13 @@ def static_checks(source: str, path: str, target: str | None = None) -> list[Dia
                 out.append(contract_diagnostic(callee, block, known, rng, known_range,
                                                isinstance(block_node, ast.Constant)))
     return out
+
+
+def _with_defaults(fn: ast.FunctionDef) -> set[str]:
+    """Names of the parameters that have a default value."""
+    positional = fn.args.posonlyargs + fn.args.args
+    names = {a.arg for a in positional[len(positional) - len(fn.args.defaults):]} if fn.args.defaults else set()
+    return names | {a.arg for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None}
 
 
 def _is_not_dsl_type(node: ast.expr) -> bool:

@@ -46,6 +46,25 @@ def run(x: Tensor[f32]):
                          "'Tensor[f32, 1]'. The annotation is not enforced; the actual value type is used.")
 
 
+def test_dsl101_fixes_correct_the_annotation_or_cast_the_argument(analyse):
+    a = analyse(HEADER + """
+@dsl.kernel
+def k(x: Tensor[f16], s: dsl.Float16):
+    pass
+
+@dsl.jit
+def run(x: Tensor[f32], t: Float32):
+    k(x, t).launch(grid=1, block=32)
+""")
+    tensor, scalar = sorted((d for d in a.diagnostics if d.code == "DSL101"), key=lambda d: d.range.column)
+    assert [(f.title, [(e.range, e.new_text) for e in f.edits]) for f in tensor.fixes] == [
+        ("Change the annotation to Tensor[f32]", [(rng(a, "Tensor[f16]"), "Tensor[f32]")])]
+    assert [(f.title, [(e.range, e.new_text) for e in f.edits]) for f in scalar.fixes] == [
+        ("Change the annotation to dsl.Float32", [(rng(a, "dsl.Float16"), "dsl.Float32")]),
+        ("Cast the argument to dsl.f16", [(rng(a, "t", "k(x, t)"), "dsl.cast(t, dsl.f16)")]),
+    ]
+
+
 def test_dsl102_non_dsl_annotation_points_at_the_annotation(analyse):
     a = analyse(HEADER + """
 @dsl.kernel
@@ -55,7 +74,9 @@ def k(x: Tensor[f32], n: int = 3):
     d = only(a, "DSL102")
     assert d.range == rng(a, "int", "n: int")
     assert d.message == "@kernel parameter 'n' is annotated as 'int', which is not a DSL value type."
-    assert dsl.static_checks(a.source, a.path) == [d]  # the instant tier says the same
+    assert [(f.title, f.edits[0].new_text) for f in d.fixes] == [
+        ("Annotate as dsl.Int32", "dsl.Int32"), ("Annotate as dsl.Constexpr[int]", "dsl.Constexpr[int]")]
+    assert dsl.static_checks(a.source, a.path) == [d]  # the instant tier says the same, fixes included
 
 
 def test_dsl103_needs_examples_with_a_fix(analyse):

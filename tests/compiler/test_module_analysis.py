@@ -44,3 +44,26 @@ def test_report_round_trips_through_json(tmp_path):
     again = ModuleReport.from_dict(json.loads(json.dumps(report.to_dict())))
     assert again.all_diagnostics() == report.all_diagnostics()
     assert [d.code for d in again.all_diagnostics()] == ["DSL201"]
+
+
+def test_only_functions_whose_source_or_helpers_changed_recompile(tmp_path):
+    from dsl.compiler import cache
+
+    source = (
+        "import dsl\nfrom dsl import Tensor, f32\n\n"
+        "def scale(v):\n    return v * 2.0\n\n"
+        "@dsl.kernel\ndef a(x: Tensor[f32]):\n    x[0] = scale(x[0])\n\n"
+        "@dsl.kernel\ndef b(x: Tensor[f32]):\n    x[1] = 1.0\n\n"
+        "@dsl.kernel\ndef c(x: Tensor[f32]):\n    x[2] = 2.0\n"
+    )
+    path = str(tmp_path / "m.py")
+    dsl.analyze_source(source, path)
+    edited = source.replace("x[2] = 2.0", "x[2] = 3.0")
+    before = cache.MEMORY.misses
+    report = dsl.analyze_source(edited, path)
+    assert cache.MEMORY.misses - before == 1  # c only
+    assert "3.000000e+00" in report.function("c").compiled.traced
+    before = cache.MEMORY.misses
+    report = dsl.analyze_source(edited.replace("v * 2.0", "v * 4.0"), path)
+    assert cache.MEMORY.misses - before == 1  # the helper changed: a, which calls it, and nothing else
+    assert "4.000000e+00" in report.function("a").compiled.traced
