@@ -2,7 +2,7 @@
 
 Expressions evaluate to plain Python values when they are known at compile time and to
 `Scalar`/`Vector` values (MLIR SSA values) otherwise; statements on run-time conditions
-become `scf.if`, `scf.for` and `scf.while` with their carried values. Every op is built
+become `scf.if`, `scf.for` and `scf.while` with their carried values (`structured.py`). Every op is built
 under the `FileLineColRange` location of the Python node that produced it; helper
 functions are traced inline with `callsite` locations.
 
@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import scf
 
 from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceRange
 from dsl.frontend import arith as A
 from dsl.frontend.control_flow import RETURN_NAME, assigned_names, fold_early_returns
 from dsl.frontend.source import SourceFile, function_source, location
+from dsl.frontend.structured import LoopSignal, StructuredControlFlow
 from dsl.frontend.values import (
     BoundMethod,
     DSLTypeError,
@@ -40,21 +40,6 @@ from dsl.frontend.values import (
 )
 from dsl.language import intrinsics as I
 from dsl.language.types import DType
-
-MAX_STATIC_ITERATIONS = 4096
-
-
-class _LoopSignal(Exception):
-    def __init__(self, node: ast.stmt):
-        self.node = node
-
-
-class _Break(_LoopSignal):
-    pass
-
-
-class _Continue(_LoopSignal):
-    pass
 
 
 class _Cascade(Exception):
@@ -88,7 +73,7 @@ def closure_vars(fn: types.FunctionType) -> dict[str, Any]:
     return out
 
 
-class Tracer:
+class Tracer(StructuredControlFlow):
     """Shared machinery: frames, locations, expressions and structured control flow."""
 
     mode = "kernel"
@@ -171,7 +156,7 @@ class Tracer:
                 self.failed = True
                 for name in assigned_names([stmt]):
                     self.frame.env[name] = POISON
-            except _LoopSignal as sig:
+            except LoopSignal as sig:
                 self.sink.add(Diagnostic.make("DSL302", "'break'/'continue' outside a loop", self.range(sig.node)))
                 self.failed = True
 
@@ -185,7 +170,7 @@ class Tracer:
             except (DSLTypeError, DSLUnsupported) as err:
                 code = "DSL301" if isinstance(err, DSLTypeError) else "DSL302"
                 raise self.fail(code, stmt, str(err)) from None
-            except (DiagnosticError, _LoopSignal, _Cascade):
+            except (DiagnosticError, LoopSignal, _Cascade):
                 raise
             except Exception as err:  # a compiler bug: still point at the user's statement
                 raise self.fail("DSL402", stmt, f"internal error while tracing this statement: "
@@ -256,306 +241,6 @@ class Tracer:
         if not cond:
             msg = self.eval(stmt.msg) if stmt.msg else "assertion failed while tracing"
             raise self.fail("DSL301", stmt, str(msg))
-
-    def stmt_Break(self, stmt: ast.Break) -> None:
-        raise _Break(stmt)
-
-    def stmt_Continue(self, stmt: ast.Continue) -> None:
-        raise _Continue(stmt)
-
-    # ----- if ---------------------------------------------------------------------------
-    def stmt_If(self, stmt: ast.If) -> None:
-        cond = self.eval(stmt.test)
-        if not isinstance(cond, Scalar | Vector):
-            self.run_block(stmt.body if cond else stmt.orelse)
-            return
-        cond = self.wrap(stmt.test, lambda: A.truth(cond))
-        if self.mode == "host":
-            raise self.fail("DSL302", stmt.test, "host control flow on run-time values is not supported; "
-                            "use Constexpr parameters or Python values")
-        self.dynamic_if(stmt, cond)
-
-    def dynamic_if(self, stmt: ast.If, cond: Scalar) -> None:
-        names = assigned_names(stmt.body + stmt.orelse)
-        frame = self.frame
-        before = dict(frame.env)
-        draft = scf.IfOp(cond.value, [], has_else=True)
-        branches = []
-        for block, body in ((draft.then_block, stmt.body), (draft.else_block, stmt.orelse)):
-            frame.env = dict(before)
-            frame.returned = False
-            with ir.InsertionPoint(block):
-                self.run_guarded(body, "an 'if' on a run-time condition")
-            branches.append((block, dict(frame.env)))
-        frame.returned = False
-        frame.env = before
-        merged = self.merge_branches(stmt, names, before, branches)
-        results = self._rebuild_if(cond, draft, [b for b, _ in branches], [pair for _, pair in merged])
-        for (name, _), value in zip(merged, results):
-            frame.env[name] = value
-
-    def _rebuild_if(self, cond: Scalar, draft: Any, blocks: list[Any], yields: list[tuple[Any, Any]]) -> list[Any]:
-        """Moves a traced draft `scf.if` into one that yields `yields` (then, else) pairs.
-
-        The result types are known only after both branches are traced, and an op's
-        result types are fixed when it is built, so tracing happens in a draft first.
-        """
-        has_else = bool(yields) or len(blocks[1].operations) > 0
-        final = scf.IfOp(cond.value, [a.value.type for a, _ in yields], has_else=has_else)
-        targets = [final.then_block] + ([final.else_block] if has_else else [])
-        for side, (old, new) in enumerate(zip(blocks, targets)):
-            for op in list(old.operations):
-                new.append(op)
-            with ir.InsertionPoint(new):
-                scf.yield_([pair[side].value for pair in yields])
-        draft.operation.erase()
-        return [_like(a, result) for (a, _), result in zip(yields, final.results)]
-
-    def merge_branches(self, stmt: ast.stmt, names: list[str], before: dict[str, Any],
-                       branches: list[tuple[Any, dict[str, Any]]]) -> list[tuple[str, tuple[Any, Any]]]:
-        """Decides, per assigned name, the value after the `if`; emits casts in the branches."""
-        merged = []
-        (then_block, then_env), (else_block, else_env) = branches
-        for name in names:
-            if name not in then_env or name not in else_env:
-                side_env = then_env if name in then_env else else_env
-                if name in side_env:
-                    self.frame.undefined[name] = self._assignment_range(stmt, name)
-                continue
-            a, b = then_env[name], else_env[name]
-            if a is b or (not isinstance(a, Scalar | Vector) and not isinstance(b, Scalar | Vector)
-                          and type(a) is type(b) and _same_python(a, b)):
-                self.frame.env[name] = a
-                continue
-            if a is None or b is None:
-                raise self.fail("DSL303", stmt, f"'{name}' is None on one path of this dynamic 'if'; "
-                                "None cannot be carried through run-time control flow")
-            if not (isinstance(a, Scalar | Vector | bool | int | float)
-                    and isinstance(b, Scalar | Vector | bool | int | float)):
-                raise self.fail("DSL301", stmt, f"'{name}' holds {type_name(a)} on one path and "
-                                f"{type_name(b)} on the other; only scalars can differ by path")
-            dtype = self._join_type(stmt, name, a, b)
-            with ir.InsertionPoint(then_block):
-                a = self.wrap(stmt, lambda a=a, t=dtype: A.cast(a, t))
-            with ir.InsertionPoint(else_block):
-                b = self.wrap(stmt, lambda b=b, t=dtype: A.cast(b, t))
-            merged.append((name, (a, b)))
-        return merged
-
-    def _join_type(self, stmt: ast.AST, name: str, a: Any, b: Any) -> DType:
-        ta = a.dtype if isinstance(a, Scalar | Vector) else None
-        tb = b.dtype if isinstance(b, Scalar | Vector) else None
-        if isinstance(a, Vector) or isinstance(b, Vector):
-            if not (isinstance(a, Vector) and isinstance(b, Vector) and a.width == b.width and ta == tb):
-                raise self.fail("DSL301", stmt, f"'{name}' has different vector types on the two paths")
-            return ta
-        if ta and tb:
-            if ta != tb:
-                raise self.fail("DSL301", stmt, f"'{name}' is {ta.name} on one path and {tb.name} on "
-                                "the other; cast so both paths agree")
-            return ta
-        if ta or tb:
-            known = ta or tb
-            literal = b if ta else a
-            if isinstance(literal, float) and not known.is_float:
-                raise self.fail("DSL301", stmt, f"'{name}' is {known.name} on one path and a float "
-                                "literal on the other")
-            return known
-        return A.literal_type(a if isinstance(a, float) else b)
-
-    def _assignment_range(self, stmt: ast.stmt, name: str) -> SourceRange:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
-                return self.range(node)
-        return self.range(stmt)
-
-    def run_guarded(self, body: list[ast.stmt], where: str) -> None:
-        """Runs a block inside run-time control flow, where break/continue cannot escape."""
-        try:
-            self.run_block(body)
-        except _LoopSignal as sig:
-            kind = "break" if isinstance(sig, _Break) else "continue"
-            raise self.fail("DSL302", sig.node, f"'{kind}' inside {where} is not supported") from None
-
-    # ----- loops ------------------------------------------------------------------------
-    def stmt_For(self, stmt: ast.For) -> None:
-        if stmt.orelse:
-            raise self.fail("DSL302", stmt, "for-else is not supported")
-        it = stmt.iter
-        if isinstance(it, ast.Call):
-            fn = self.eval(it.func)
-            if fn is I.static_range:
-                args = [self.eval(a) for a in it.args]
-                if not all(isinstance(a, int) for a in args):
-                    raise self.fail("DSL301", it, "dsl.static_range needs compile-time int bounds")
-                self.static_for(stmt, range(*args))
-                return
-            if fn is range:
-                args = [self.eval(a) for a in it.args]
-                if all(isinstance(a, int) for a in args) and self.mode == "host":
-                    self.static_for(stmt, range(*args))
-                    return
-                if self.mode == "host":
-                    raise self.fail("DSL302", it, "host loops over run-time bounds are not supported")
-                self.dynamic_for(stmt, args)
-                return
-        iterable = self.eval(it)
-        if isinstance(iterable, tuple | list | range):
-            self.static_for(stmt, iterable)
-            return
-        raise self.fail("DSL302", it, f"cannot iterate over {type_name(iterable)}; use range or dsl.static_range")
-
-    def static_for(self, stmt: ast.For, items: Any) -> None:
-        if len(items) > MAX_STATIC_ITERATIONS:
-            raise self.fail("DSL302", stmt.iter, f"static loop of {len(items)} iterations is too long to unroll")
-        for item in items:
-            self.assign(stmt.target, item)
-            try:
-                self.run_block(stmt.body)
-            except _Break:
-                break
-            except _Continue:
-                continue
-
-    def _carried(self, body: list[ast.stmt], exclude: set[str]) -> list[str]:
-        env = self.frame.env
-        return [n for n in assigned_names(body) if n in env and n not in exclude and n != RETURN_NAME]
-
-    def dynamic_for(self, stmt: ast.For, args: list[Any]) -> None:
-        if not isinstance(stmt.target, ast.Name):
-            raise self.fail("DSL302", stmt.target, "the loop variable of a run-time loop must be one name")
-        if not 1 <= len(args) <= 3:
-            raise self.fail("DSL301", stmt.iter, "range takes 1 to 3 arguments")
-        start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
-        if isinstance(step, int) and step <= 0:
-            raise self.fail("DSL301", stmt.iter, "a run-time loop needs a positive step; "
-                            "count up and index backwards instead")
-        bounds = [b for b in (start, stop, step) if isinstance(b, Scalar)]
-        dtype = bounds[0].dtype if bounds else A.literal_type(0)
-        for b in bounds:
-            if not b.dtype.is_int:
-                raise self.fail("DSL301", stmt.iter, f"range bounds must be integers, not {b.dtype.name}")
-        try:
-            lo, hi, st = (A.to_scalar(v, dtype) for v in (start, stop, step))
-            common = [A.common(lo, hi, "range")[2], A.common(lo, st, "range")[2]]
-            dtype = common[0] if common[0].bits >= common[1].bits else common[1]
-            lo, hi, st = (A.cast(v, dtype) for v in (lo, hi, st))
-        except DSLTypeError as err:
-            raise self.fail("DSL301", stmt.iter, str(err)) from None
-        var = stmt.target.id
-        carried = self._carried(stmt.body, {var})
-
-        def build(inits: list[Any]) -> tuple[Any, list[Any]]:
-            loop = scf.ForOp(lo.value, hi.value, st.value, [v.value for v in inits])
-            frame = self.frame
-            saved = dict(frame.env)
-            with ir.InsertionPoint(loop.body):
-                frame.env[var] = Scalar(loop.induction_variable, dtype)
-                for name, init, arg in zip(carried, inits, loop.inner_iter_args):
-                    frame.env[name] = _like(init, arg)
-                self.run_guarded(stmt.body, "a run-time loop")
-                outs = [frame.env.get(name) for name in carried]
-            body_env = frame.env
-            frame.env = saved
-            for name in assigned_names(stmt.body):
-                if name not in saved and name != var and name in body_env:
-                    frame.undefined[name] = self._assignment_range(stmt, name)
-            return loop, outs, loop.body
-
-        self._trace_loop(stmt, carried, build)
-
-    def _trace_loop(self, stmt: ast.stmt, carried: list[str], build: Any) -> None:
-        """Traces a loop body, re-tracing once when the body changes a carried value's type."""
-        frame = self.frame
-        inits = [self._materialize(stmt, name, frame.env[name], None) for name in carried]
-        for attempt in range(2):
-            loop, outs, body = build(inits)
-            retry = False
-            for i, (name, out) in enumerate(zip(carried, outs)):
-                init = inits[i]
-                out_type = out.dtype if isinstance(out, Scalar | Vector) else None
-                if out is None or out_type is None:
-                    out = self._materialize(stmt, name, out, init.dtype, inside=body)
-                    outs[i] = out
-                    out_type = out.dtype
-                if out_type != init.dtype or type(out) is not type(init):
-                    original = frame.env[name]
-                    if attempt == 0 and not isinstance(original, Scalar | Vector):
-                        inits[i] = self._materialize(stmt, name, original, out_type)
-                        retry = True
-                    else:
-                        raise self.fail("DSL301", stmt, f"'{name}' changes type inside the loop "
-                                        f"({type_name(init)} before, {type_name(out)} after an iteration)")
-            if retry:
-                loop.operation.erase()
-                continue
-            with ir.InsertionPoint(body):
-                scf.yield_([o.value for o in outs])
-            for name, init, result in zip(carried, inits, loop.results):
-                frame.env[name] = _like(init, result)
-            return
-
-    def _materialize(self, stmt: ast.stmt, name: str, value: Any, dtype: DType | None, inside: Any = None) -> Any:
-        if isinstance(value, Scalar | Vector):
-            return value
-        if value is None:
-            raise self.fail("DSL303", stmt, f"'{name}' is None when it enters this run-time loop")
-        if not isinstance(value, bool | int | float):
-            raise self.fail("DSL301", stmt, f"'{name}' ({type_name(value)}) cannot be carried by a run-time loop")
-        try:
-            if inside is not None:
-                with ir.InsertionPoint(inside):
-                    return A.to_scalar(value, dtype)
-            return A.to_scalar(value, dtype)
-        except DSLTypeError as err:
-            raise self.fail("DSL301", stmt, f"'{name}': {err}") from None
-
-    def stmt_While(self, stmt: ast.While) -> None:
-        if stmt.orelse:
-            raise self.fail("DSL302", stmt, "while-else is not supported")
-        cond = self.eval(stmt.test)
-        if not isinstance(cond, Scalar | Vector):
-            count = 0
-            while cond:
-                count += 1
-                if count > MAX_STATIC_ITERATIONS:
-                    raise self.fail("DSL302", stmt, "compile-time while loop did not finish")
-                try:
-                    self.run_block(stmt.body)
-                except _Break:
-                    break
-                except _Continue:
-                    pass
-                cond = self.eval(stmt.test)
-                if isinstance(cond, Scalar | Vector):
-                    raise self.fail("DSL301", stmt.test, "while condition changed from compile-time to run-time")
-            return
-        if self.mode == "host":
-            raise self.fail("DSL302", stmt, "host loops on run-time conditions are not supported")
-        carried = self._carried(stmt.body, set())
-        frame = self.frame
-
-        def build(inits: list[Any]) -> tuple[Any, list[Any]]:
-            types_ = [v.value.type for v in inits]
-            loop = scf.WhileOp(types_, [v.value for v in inits])
-            before = loop.before.blocks.append(*types_)
-            after = loop.after.blocks.append(*types_)
-            saved = dict(frame.env)
-            with ir.InsertionPoint(before):
-                for name, init, arg in zip(carried, inits, before.arguments):
-                    frame.env[name] = _like(init, arg)
-                test = self.wrap(stmt.test, lambda: A.truth(self.eval(stmt.test)))
-                scf.condition(test.value, list(before.arguments))
-            frame.env = dict(saved)
-            with ir.InsertionPoint(after):
-                for name, init, arg in zip(carried, inits, after.arguments):
-                    frame.env[name] = _like(init, arg)
-                self.run_guarded(stmt.body, "a run-time loop")
-                outs = [frame.env.get(name) for name in carried]
-            frame.env = saved
-            return loop, outs, after
-
-        self._trace_loop(stmt, carried, build)
 
     # ----- expressions ------------------------------------------------------------------
     def wrap(self, node: ast.AST, thunk: Any) -> Any:
@@ -639,34 +324,6 @@ class Tracer:
                     return value
                 continue
             result = A.logical(op, result, value)
-        return result
-
-    def expr_IfExp(self, node: ast.IfExp) -> Any:
-        """`a if c else b` on a run-time `c` evaluates only the chosen side, as in Python:
-        `x[i] if i < n else 0.0` must not load `x[i]` out of bounds (an `scf.if`, which
-        canonicalization turns into a select when both sides are cheap and safe)."""
-        cond = self.eval(node.test)
-        if not isinstance(cond, Scalar):
-            return self.eval(node.body if cond else node.orelse)
-        if self.mode == "host":
-            raise DSLUnsupported("a conditional expression on a run-time host value is not supported")
-        cond = A.truth(cond)
-        draft = scf.IfOp(cond.value, [], has_else=True)
-        values = []
-        for block, expr in ((draft.then_block, node.body), (draft.else_block, node.orelse)):
-            with ir.InsertionPoint(block):
-                values.append(self.eval(expr))
-        a, b = values
-        if not isinstance(a, Scalar | Vector) and not isinstance(b, Scalar | Vector) and type(a) is type(b) \
-                and _same_python(a, b):
-            draft.operation.erase()
-            return a
-        dtype = self._join_type(node, "the conditional expression", a, b)
-        with ir.InsertionPoint(draft.then_block):
-            a = self.wrap(node.body, lambda: A.cast(a, dtype))
-        with ir.InsertionPoint(draft.else_block):
-            b = self.wrap(node.orelse, lambda: A.cast(b, dtype))
-        (result,) = self._rebuild_if(cond, draft, [draft.then_block, draft.else_block], [(a, b)])
         return result
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
@@ -793,19 +450,6 @@ class Tracer:
         return frame.env.get(RETURN_NAME)
 
     # Unsupported expression kinds get DSL302 through `eval`'s fallback.
-
-
-def _like(template: Any, value: Any) -> Any:
-    if isinstance(template, Vector):
-        return Vector(value, template.dtype, template.width)
-    return Scalar(value, template.dtype)
-
-
-def _same_python(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:
-        return a is b
 
 
 def _describe(node: ast.AST) -> str:
