@@ -247,8 +247,11 @@ def compare(op: str, a: Any, b: Any) -> Any:
 
 def unary(op: str, a: Any) -> Any:
     if not isinstance(a, Scalar | Vector):
-        return {"USub": operator.neg, "UAdd": operator.pos, "Not": operator.not_,
-                "Invert": operator.invert}[op](a)
+        fn = {"USub": operator.neg, "UAdd": operator.pos, "Not": operator.not_, "Invert": operator.invert}[op]
+        try:
+            return fn(a)
+        except Exception as err:
+            raise DSLTypeError(f"unary {op} on {type_name(a)}: {err}") from None
     if op == "UAdd":
         return a
     if op == "USub":

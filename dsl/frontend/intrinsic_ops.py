@@ -123,6 +123,8 @@ def _minmax(kind: str) -> Any:
 
         if len(args) < 2:
             raise DSLTypeError(f"dsl.{kind} takes at least two arguments")
+        if not any(isinstance(a, Scalar | Vector) for a in args):  # compile-time values
+            return (min if kind == "min" else max)(args)
         acc = args[0]
         for other in args[1:]:
             x, y, ty = A.common(acc, other, kind)

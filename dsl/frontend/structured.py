@@ -311,25 +311,38 @@ class StructuredControlFlow:
         except DSLTypeError as err:
             raise self.fail("DSL301", stmt, f"'{name}': {err}") from None
 
+    def _static_while(self, stmt: ast.While, cond: Any) -> bool:
+        """Runs a loop on a compile-time condition while tracing. When an iteration makes the
+        condition a run-time value (`v = 0.0; while v < 10: v += x[i]`), what the iterations
+        emitted is dropped and False says: trace it as a run-time loop instead."""
+        frame = self.frame
+        block = ir.InsertionPoint.current.block
+        emitted_before = len(block.operations)
+        env_before, undefined_before = dict(frame.env), dict(frame.undefined)
+        count = 0
+        while cond:
+            count += 1
+            if count > MAX_STATIC_ITERATIONS:
+                raise self.fail("DSL302", stmt, "compile-time while loop did not finish")
+            try:
+                self.run_block(stmt.body)
+            except BreakSignal:
+                break
+            except ContinueSignal:
+                pass
+            cond = self.eval(stmt.test)
+            if isinstance(cond, Scalar | Vector):
+                for op in list(block.operations)[emitted_before:][::-1]:
+                    op.erase()
+                frame.env, frame.undefined = env_before, undefined_before
+                return False
+        return True
+
     def stmt_While(self, stmt: ast.While) -> None:
         if stmt.orelse:
             raise self.fail("DSL302", stmt, "while-else is not supported")
         cond = self.eval(stmt.test)
-        if not isinstance(cond, Scalar | Vector):
-            count = 0
-            while cond:
-                count += 1
-                if count > MAX_STATIC_ITERATIONS:
-                    raise self.fail("DSL302", stmt, "compile-time while loop did not finish")
-                try:
-                    self.run_block(stmt.body)
-                except BreakSignal:
-                    break
-                except ContinueSignal:
-                    pass
-                cond = self.eval(stmt.test)
-                if isinstance(cond, Scalar | Vector):
-                    raise self.fail("DSL301", stmt.test, "while condition changed from compile-time to run-time")
+        if not isinstance(cond, Scalar | Vector) and self._static_while(stmt, cond):
             return
         if self.mode == "host":
             raise self.fail("DSL302", stmt, "host loops on run-time conditions are not supported")

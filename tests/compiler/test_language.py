@@ -329,3 +329,23 @@ def k(x: Tensor[f32], y: Tensor[f32], n: Int32):
     m = re.search(r"= scf.if %\w+ -> \(f32\) \{\n(.*?)\n\s*\} else \{", ir, re.S)
     assert m and "llvm.load" in m.group(1), ir
     assert ir.index("scf.if") < ir.index("llvm.load")
+
+
+def test_while_whose_condition_becomes_run_time_is_a_run_time_loop(analyse):
+    a = analyse(HEADER + """
+@dsl.kernel
+def k(x: Tensor[f32], a: Float32):
+    v = 0.0
+    while v < 10.0:
+        v = v + a
+    steps = 0
+    k2 = 64
+    while k2 > 1:
+        k2 //= 2
+        steps += 1
+    x[0] = v + dsl.cast(steps + dsl.min(k2, 3), f32)
+""")
+    ir = a.stage("k", "traced")
+    assert ir.count("scf.while") == 1  # the first loop; the second ran while tracing (k2 is compile-time)
+    assert "arith.constant 7.000000e+00 : f32" in ir  # steps + min(k2, 3) = 6 + 1, folded while tracing
+    assert a.diagnostics == []
