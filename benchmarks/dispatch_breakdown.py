@@ -37,6 +37,7 @@ def main():
     from cuda.bindings import driver as drv
 
     from dsl.runtime import jit_call, launch
+    from dsl.runtime.native import fastpath as native
     from examples.vector_add import add
 
     a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
@@ -59,6 +60,8 @@ def main():
         "rt.launch (stream=0)": per_call(lambda: rt.launch("vector_add", (1, 1, 1), (256, 1, 1), 0, 0, None,
                                                            codes, values)),
         "bare cuLaunchKernel": per_call(lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, 0, params, 0)),
+        **({"native launch (C)": per_call(lambda: native.launch(int(fn), 1, 1, 1, 256, 1, 1, 0, 0, params))}
+           if native is not None else {}),
         "key": per_call(lambda: jit_call._key(state, (a, b, c), {})),
         "tensor_arg x3": per_call(lambda: (rt.tensor_arg(a, "a", "f32", 1), rt.tensor_arg(b, "b", "f32", 1),
                                            rt.tensor_arg(c, "c", "f32", 1))),

@@ -25,10 +25,11 @@ DEFAULT_SMEM_LIMIT = 48 * 1024
 class LoadedFunction:
     """A kernel's handle in one context and the dynamic shared memory it is allowed."""
 
-    __slots__ = ("ctx", "handle", "smem_allowed", "static_smem", "symbol")
+    __slots__ = ("address", "ctx", "handle", "smem_allowed", "static_smem", "symbol")
 
     def __init__(self, handle: Any, symbol: str, static_smem: int, ctx: Context):
         self.handle = handle
+        self.address = int(handle)  # the raw CUfunction, for the native launch path
         self.symbol = symbol
         self.static_smem = static_smem
         self.smem_allowed = DEFAULT_SMEM_LIMIT - static_smem

@@ -231,3 +231,22 @@ def test_run_function(gpu):
     assert result["ok"], result
     assert result["correct"] is True
     assert result["median_ms"] > 0 and result["bandwidth_gbs"] > 100
+
+
+def test_native_tensor_reads_match_the_python_path(torch):
+    from dsl.runtime import dlpack
+    from dsl.runtime.native import fastpath
+
+    if fastpath is None:
+        pytest.skip("the native launch path is not built here")
+    x = torch.randn(64, 32, device="cuda")
+    cases = [(x, "f32", 2), (x, "f16", 2), (x, "f32", 1), (x.t(), "f32", 2), (x[:, ::2], "f32", 2),
+             (x.cpu(), "f32", 2), (x[0], "f32", 1), (x.half(), "f16", 2)]
+    for t, dtype, rank in cases:
+        native = dlpack._torch_fast_native(t, dtype, rank)
+        python = dlpack._torch_fast_python(t, dtype, rank)
+        if python is None:
+            assert native is None, (t.shape, t.stride(), dtype, rank)
+        else:
+            ptr, shape, strides, dev = python
+            assert native == (ptr, shape, strides if rank > 1 else (), dev)
