@@ -75,6 +75,7 @@ class LaunchRecord:
     args: list[tuple[str, str]]  # (Python expression, type code)
     range: SourceRange
     block_static: tuple[int, int, int] | None
+    contract: tuple[int, int, int] | None = None  # known_block_size to check a run-time block against
 
 
 @dataclass
@@ -205,7 +206,9 @@ class HostTracer(Tracer):
                 raise self.fail("DSL205", smem_node, f"launch smem={smem} is less than the "
                                 f"{traced.dynamic_smem} bytes allocated by SharedAllocator in kernel "
                                 f"'{kernel.kernel_name}'")
-        self._emit_launch(node, traced, call, params, grid3, block3, smem_value, cluster, static_block)
+        runtime_contract = tuple(contract[0]) if contract is not None and static_block is None else None
+        self._emit_launch(node, traced, call, params, grid3, block3, smem_value, cluster, static_block,
+                          runtime_contract)
 
     def _check_cluster(self, node: ast.Call, cluster: Any, grid3: list[Any], target: Any) -> None:
         """A cluster must fit the target and tile the grid (DSL204, at `cluster=`)."""
@@ -292,7 +295,8 @@ class HostTracer(Tracer):
 
     def _emit_launch(self, node: ast.Call, traced: TracedKernel, call: KernelCall,
                      params: list[tuple[ParamSpec, Any, ast.AST]], grid3: list[Any], block3: list[Any],
-                     smem: Any, cluster: Any, static_block: tuple[int, int, int] | None) -> None:
+                     smem: Any, cluster: Any, static_block: tuple[int, int, int] | None,
+                     contract: tuple[int, int, int] | None) -> None:
         from mlir.dialects import _gpu_ops_gen as gpu_gen
 
         operands, arg_exprs = [], []
@@ -318,7 +322,7 @@ class HostTracer(Tracer):
             dynamicSharedMemorySize=smem_scalar.value, **kwargs)
         self.state.launches.append(LaunchRecord(
             traced, _tuple_expr(grid3), _tuple_expr(block3), _expr(smem),
-            _tuple_expr(cluster3) if cluster3 else None, arg_exprs, self.range(node), static_block))
+            _tuple_expr(cluster3) if cluster3 else None, arg_exprs, self.range(node), static_block, contract))
 
 
 def _expr(v: Any) -> str:

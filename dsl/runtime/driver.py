@@ -39,7 +39,7 @@ class LaunchError(DriverError):
     """
 
     def __init__(self, message: str, *, kernel: str, grid: tuple, block: tuple, smem: int,
-                 code: int = 0, name: str = "", range: SourceRange | None = None):
+                 code: int = 0, name: str = "", range: SourceRange | None = None, diagnostic_code: str = "DSL601"):
         text = (f"launching kernel '{kernel}' with grid={tuple(grid)}, block={tuple(block)}, "
                 f"smem={smem} failed: {message}")
         super().__init__(text, code, name)
@@ -47,7 +47,7 @@ class LaunchError(DriverError):
         self.grid = tuple(grid)
         self.block = tuple(block)
         self.smem = smem
-        self.diagnostic = Diagnostic.make("DSL601", text, range) if range is not None else None
+        self.diagnostic = Diagnostic.make(diagnostic_code, text, range) if range is not None else None
 
     def __str__(self) -> str:
         text = super().__str__()

@@ -323,6 +323,16 @@ class Runtime:
         if fastpath is not None and _single_device and nvtx is None and cluster is None:
             self._hot[symbol] = (tid, fn, packer)
 
+    def check_block(self, symbol: str, grid: tuple, block: tuple, known: tuple) -> None:
+        """Refuses a run-time block that breaks the kernel's `known_block_size` (DSL202): the
+        kernel was compiled for exactly that block, so any other would compute wrong indices."""
+        if tuple(block) != known:
+            from dsl.frontend.static_checks import contract_message
+
+            axis = next(i for i in range(3) if block[i] != known[i])
+            raise LaunchError(contract_message(symbol, axis, block[axis], known[axis]), kernel=symbol, grid=grid,
+                              block=block, smem=0, range=self.launch_ranges.get(symbol), diagnostic_code="DSL202")
+
     def _raise_launch_error(self, err: Any, symbol: str, grid: tuple, block: tuple, smem: int) -> None:
         name, text = _driver_mod.error_text(err)
         raise self._error(f"{name}" + (f" ({text})" if text else ""), symbol, grid, block, smem, int(err), name)

@@ -36,6 +36,9 @@ def launcher_source(name: str, params: list[Any], state: Any, target: str) -> st
         values = "".join(f"{expr}, " for expr, _ in launch.args)
         r = launch.range
         lines.append(f"    # {r.file.rsplit('/', 1)[-1]}:{r.line}")
+        if launch.contract is not None:  # a run-time block must honour known_block_size
+            lines.append(f"    rt.check_block({launch.kernel.symbol!r}, {launch.grid}, {launch.block}, "
+                         f"{tuple(launch.contract)!r})")
         # positional: keyword arguments cost measurable time on a path that runs per launch
         lines.append(
             f"    rt.launch({launch.kernel.symbol!r}, {launch.grid}, {launch.block}, {launch.smem}, stream, "

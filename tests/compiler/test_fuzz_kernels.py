@@ -54,3 +54,31 @@ def test_random_kernels_compile_or_report_user_errors(tmp_path, statements):
         assert 5 <= d.range.line <= last_line and d.range.file == path, (d.format(), source)
     if not fn.diagnostics:
         assert fn.compiled is not None and ".entry k" in fn.compiled.ptx
+
+
+dim = st.one_of(st.integers(-2, 2000), st.sampled_from(["n", "dsl.cdiv(n, 256)", "x.shape[0]", "B", "2.5", "None"]))
+dim3 = st.one_of(dim, st.lists(dim, min_size=1, max_size=4).map(lambda d: "(" + ", ".join(map(str, d)) + ",)"))
+launch_kwargs = st.fixed_dictionaries(
+    {"grid": dim3, "block": dim3},
+    optional={"smem": st.one_of(st.integers(-1, 300_000), st.just("n")),
+              "cluster": st.sampled_from(["(2, 1, 1)", "(16, 1, 1)", "(1,)", "n"])},
+)
+known = st.sampled_from(["", "known_block_size=[128, 1, 1]", "known_block_size=[0, 1]", "known_block_size=[256, 2, 1]"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(launch_kwargs, known, st.booleans())
+def test_random_launches_report_diagnostics_not_crashes(tmp_path, kwargs, contract, dynamic_smem):
+    launch = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+    alloc = "smem = dsl.SharedAllocator(dynamic=True)\n    buf = smem.array(f32, 1024)\n    buf[0] = x[0]" \
+        if dynamic_smem else "x[0] = 1.0"
+    source = (f"import dsl\nfrom dsl import Tensor, Constexpr, f32\n\n@dsl.kernel({contract})\n"
+              f"def k(x: Tensor[f32]):\n    {alloc}\n\n"
+              f"@dsl.jit\ndef run(x: Tensor[f32], B: Constexpr[int] = 128):\n    n = x.shape[0]\n"
+              f"    k(x).launch({launch})\n")
+    path = str(tmp_path / f"launch_{next(counter)}.py")
+    report = dsl.analyze_source(source, path, until="ptx")
+    for d in report.all_diagnostics():
+        assert d.code != "DSL402", (d.format(), source)
+        assert d.code[:4] in ("DSL2", "DSL3", "DSL5"), (d.format(), source)
+        assert d.range.file == path and 1 <= d.range.line <= source.count("\n"), (d.format(), source)
