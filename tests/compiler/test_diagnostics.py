@@ -15,6 +15,19 @@ from dsl import Constexpr, Float32, Int32, Tensor, f16, f32, i32
 """
 
 
+def launching(launch_args: str) -> str:
+    """A file whose jit launches an empty kernel with `.launch(<launch_args>)`."""
+    return HEADER + f"""
+@dsl.kernel
+def k(x: Tensor[f32]):
+    pass
+
+@dsl.jit
+def run(x: Tensor[f32]):
+    k(x).launch({launch_args})
+"""
+
+
 def only(a, code):
     found = [d for d in a.diagnostics if d.code == code]
     assert len(found) == 1, [d.format() for d in a.diagnostics]
@@ -131,30 +144,14 @@ def run(x: Tensor[f32]):
 
 
 def test_dsl203_block_over_limits(analyse):
-    a = analyse(HEADER + """
-@dsl.kernel
-def k(x: Tensor[f32]):
-    pass
-
-@dsl.jit
-def run(x: Tensor[f32]):
-    k(x).launch(grid=1, block=(64, 32))
-""")
+    a = analyse(launching("grid=1, block=(64, 32)"))
     d = only(a, "DSL203")
     assert d.range == rng(a, "(64, 32)")
     assert "2048 threads" in d.message
 
 
 def test_dsl204_grid_over_limits(analyse):
-    a = analyse(HEADER + """
-@dsl.kernel
-def k(x: Tensor[f32]):
-    pass
-
-@dsl.jit
-def run(x: Tensor[f32]):
-    k(x).launch(grid=(1, 70000), block=32)
-""")
+    a = analyse(launching("grid=(1, 70000), block=32"))
     d = only(a, "DSL204")
     assert d.range == rng(a, "(1, 70000)")
 
@@ -165,29 +162,13 @@ def run(x: Tensor[f32]):
     ("(2, 1, 1)", "(4, 2)", "sm_80", "cluster [2, 1, 1] has 2 blocks; sm_80 allows 1 per cluster"),
 ])
 def test_dsl204_cluster_must_fit_target_and_tile_grid(analyse, cluster, grid, target, message):
-    a = analyse(HEADER + f"""
-@dsl.kernel
-def k(x: Tensor[f32]):
-    pass
-
-@dsl.jit
-def run(x: Tensor[f32]):
-    k(x).launch(grid={grid}, block=32, cluster={cluster})
-""", target=target)
+    a = analyse(launching(f"grid={grid}, block=32, cluster={cluster}"), target=target)
     d = only(a, "DSL204")
     assert d.range == rng(a, cluster, "cluster=") and d.message == message
 
 
 def test_cluster_launch_in_ir_and_launcher(analyse):
-    a = analyse(HEADER + """
-@dsl.kernel
-def k(x: Tensor[f32]):
-    pass
-
-@dsl.jit
-def run(x: Tensor[f32]):
-    k(x).launch(grid=(4, 2), block=32, cluster=(2, 1, 1))
-""")
+    a = analyse(launching("grid=(4, 2), block=32, cluster=(2, 1, 1)"))
     assert "clusters in (" in a.stage("run", "traced")
     assert ", stream, (2, 1, 1), (" in a.stage("run", "launcher")
 

@@ -1,5 +1,6 @@
 """Examples run on the GPU and match PyTorch; launch and argument errors (marked gpu)."""
 
+import importlib
 import os
 import subprocess
 import sys
@@ -18,6 +19,15 @@ def torch(gpu):
         pytest.skip("torch sees no GPU")
     torch.manual_seed(0)
     return torch
+
+
+def import_from(folder, name):
+    """Imports the module `name` written into `folder` by a test."""
+    sys.path.insert(0, str(folder))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(folder))
 
 
 def _rel(a, b):
@@ -154,11 +164,7 @@ def test_each_call_runs_its_own_specialization(torch, tmp_path):
         "        fill(x, S).launch(grid=1, block=32)\n"
         "    else:\n"
         "        fill16(x, S).launch(grid=1, block=32)\n")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        import specs_mod
-    finally:
-        sys.path.remove(str(tmp_path))
+    specs_mod = import_from(tmp_path, "specs_mod")
     x = torch.zeros(32, device="cuda")
     for args, expected in [((x,), 3.0), ((x, 7), 7.0), ((x,), 3.0), ((x,), 3.0), ((x, 7), 7.0)]:
         x.fill_(float("nan"))
@@ -186,11 +192,7 @@ def test_too_much_shared_memory_is_dsl601(torch, tmp_path):
         "@dsl.jit\n"
         "def run(x: Tensor[f32], SMEM: Constexpr[int] = 1 << 20):\n"
         "    k(x, x.shape[0]).launch(grid=1, block=32, smem=SMEM)\n")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        import bigsmem
-    finally:
-        sys.path.remove(str(tmp_path))
+    bigsmem = import_from(tmp_path, "bigsmem")
     x = torch.zeros(32, device="cuda")
     with pytest.raises(LaunchError) as info:
         bigsmem.run(x)
