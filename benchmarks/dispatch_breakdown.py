@@ -9,27 +9,16 @@ import json
 import os
 import pstats
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 
-def per_call(fn, n=20000):
-    import torch
+def per_call(fn):
+    from gpu_suite import host_us_per_launch
 
-    for _ in range(500):
-        fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(3):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - t) / n * 1e6)
-        torch.cuda.synchronize()
-    return best
+    return host_us_per_launch(fn)
 
 
 def main():
@@ -47,34 +36,33 @@ def main():
     spec = jit_call.specialization(add, a, b, c)
     rt = spec.rt
     fn = rt.image.function(launch._context(None), "vector_add").handle
-    params = launch.ArgPacker(("ptr", "i32", "ptr", "i32", "ptr", "i32", "i32")).pack(
-        [a.data_ptr(), 1024, b.data_ptr(), 1024, c.data_ptr(), 1024, 1024])
     codes = ("ptr", "i32", "ptr", "i32", "ptr", "i32", "i32")
     values = (a.data_ptr(), 1024, b.data_ptr(), 1024, c.data_ptr(), 1024, 1024)
+    packer = launch.ArgPacker(codes)  # owns the parameter buffer: kept alive while timing
+    params = packer.pack(values)
+    read_args = rt.arg_reader((("a", "f32", 1), ("b", "f32", 1), ("c", "f32", 1)))
+    kernel = rt.kernel("vector_add", codes)
+    kernel((1, 1, 1), (256, 1, 1), 0, 0, *values)  # loads, and arms the native launch
+    stream = torch.cuda.current_stream().cuda_stream
     out = {
         "add(a, b, c)": per_call(lambda: add(a, b, c)),
         "call_jit": per_call(lambda: jit_call.call_jit(add, (a, b, c), {})),
-        "launcher(rt, a, b, c)": per_call(lambda: spec.launch(rt, a, b, c)),
-        "rt.launch (args built)": per_call(lambda: rt.launch("vector_add", (1, 1, 1), (256, 1, 1), 0, None, None,
-                                                             codes, values)),
-        "rt.launch (stream=0)": per_call(lambda: rt.launch("vector_add", (1, 1, 1), (256, 1, 1), 0, 0, None,
-                                                           codes, values)),
-        "bare cuLaunchKernel": per_call(lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, 0, params, 0)),
-        **({"native launch (C)": per_call(lambda: native.launch(int(fn), 1, 1, 1, 256, 1, 1, 0, 0, params))}
-           if native is not None else {}),
+        "launcher launch(a, b, c)": per_call(lambda: spec.launch(a, b, c)),
+        "read_args(a, b, c, None)": per_call(lambda: read_args(a, b, c, None)),
+        "kernel launch (params built)": per_call(lambda: kernel((1, 1, 1), (256, 1, 1), 0, stream, *values)),
+        "bare cuLaunchKernel": per_call(lambda: drv.cuLaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, stream, params, 0)),
         "key": per_call(lambda: jit_call._key(state, (a, b, c), {})),
-        "tensor_arg x3": per_call(lambda: (rt.tensor_arg(a, "a", "f32", 1), rt.tensor_arg(b, "b", "f32", 1),
-                                           rt.tensor_arg(c, "c", "f32", 1))),
-        "context": per_call(lambda: launch._context(None)),
         "torch raw stream": per_call(lambda: launch._torch_stream(0)),
-        "cuCtxGetCurrent": per_call(lambda: drv.cuCtxGetCurrent()),
+        "native path": native is not None and kernel.__self__.armed(),
     }
     for k, v in out.items():
-        print(f"{k:28s} {v:7.2f} us")
+        print(f"{k:28s} {v:7.2f} us" if not isinstance(v, bool) else f"{k:28s} {v}")
     prof = cProfile.Profile()
     prof.enable()
-    for _ in range(20000):
-        add(a, b, c)
+    for _ in range(50):
+        for _ in range(100):
+            add(a, b, c)
+        torch.cuda.synchronize()
     prof.disable()
     s = io.StringIO()
     pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(14)

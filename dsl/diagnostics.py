@@ -238,6 +238,10 @@ class CompileError(Exception):
         super().__init__("\n".join(d.render() for d in self.diagnostics))
 
 
+class ArgumentError(TypeError):
+    """An argument cannot be passed to the kernel; raised before anything is launched."""
+
+
 class DiagnosticError(Exception):
     """Raised inside the frontend to abort tracing one function with one diagnostic."""
 

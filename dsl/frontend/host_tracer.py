@@ -81,7 +81,6 @@ class LaunchRecord:
 @dataclass
 class HostState:
     launches: list[LaunchRecord] = field(default_factory=list)
-    prologue: list[str] = field(default_factory=list)  # launcher lines that unpack arguments
 
 
 _PY_SYMBOL = dict(A.SYMBOLS)
@@ -368,12 +367,8 @@ def trace_host(src: FunctionSource, fn: Any, params: list[ParamSpec], compiler: 
             shape = [HostScalar(next(args), i32, f"{p.name}_shape[{k}]") for k in range(p.rank)]
             strides = [HostScalar(next(args), i32, f"{p.name}_strides[{k}]") for k in range(p.rank - 1)]
             env[p.name] = HostTensor(p.name, p.dtype, p.rank, ptr, shape, strides)
-            tracer.state.prologue.append(
-                f"{p.name}_ptr, {p.name}_shape, {p.name}_strides = rt.tensor_arg({p.name}, {p.name!r}, "
-                f"{p.dtype.name!r}, {p.rank})")
         elif p.kind == "scalar":
             env[p.name] = HostScalar(next(args), p.dtype, p.name)
-            tracer.state.prologue.append(f"{p.name} = rt.scalar_arg({p.name}, {p.name!r}, {p.dtype.name!r})")
         else:
             env[p.name] = p.value
     tracer.frames.append(Frame(file, env, {**fn.__globals__, **closure_vars(fn)}))

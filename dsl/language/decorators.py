@@ -12,6 +12,8 @@ import functools
 import sys
 from typing import Any
 
+from dsl.diagnostics import ArgumentError
+
 _call_jit: Any = None
 
 
@@ -51,7 +53,18 @@ class JitFunction:
         self.examples = examples
         self.reference = reference
 
+    _fast_arity = -1  # set by dsl.runtime.jit_call: the last specialization's launcher
+    _fast_launch: Any = None  # takes that many positional arguments as they come
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and len(args) == self._fast_arity:
+            # The common case: the same specialization as the previous call. Its launcher
+            # checks every argument before it launches anything, so a mismatch (another
+            # dtype or rank) only means "look the specialization up" in call_jit.
+            try:
+                return self._fast_launch(*args)
+            except ArgumentError:
+                pass
         global _call_jit
         if _call_jit is None:  # bound once: an import statement per call costs microseconds
             from dsl.runtime.jit_call import call_jit as _call_jit

@@ -192,6 +192,12 @@ class TensorSpec:
     rank: int | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.dtype, DType):  # 'f32', torch.float32, numpy.float32 ...
+            dtype = dtype_from_foreign(self.dtype)
+            if dtype is None:
+                raise TypeError(f"TensorSpec dtype {self.dtype!r} is not a kdsl element type "
+                                f"(one of {', '.join(SCALAR_TYPES)})")
+            object.__setattr__(self, "dtype", dtype)
         if self.shape is not None:
             object.__setattr__(self, "shape", tuple(self.shape))
         if self.rank is None:

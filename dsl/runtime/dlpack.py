@@ -20,14 +20,10 @@ import ctypes
 import sys
 from typing import Any
 
+from dsl.diagnostics import ArgumentError
 from dsl.language.types import SCALAR_TYPES, DType, dtype_from_foreign
-from dsl.runtime.native import fastpath
 
 INT32_MAX = 2**31 - 1
-
-
-class ArgumentError(TypeError):
-    """An argument cannot be passed to the kernel; raised before anything is launched."""
 
 
 # --- DLPack structures ----------------------------------------------------------------------
@@ -188,7 +184,7 @@ def _from_torch(t: Any) -> tuple:
     return t.data_ptr(), tuple(t.shape), t.stride(), dtype, dev, "torch"
 
 
-def _torch_fast_python(t: Any, dtype: str, rank: int) -> tuple | None:
+def torch_fast(t: Any, dtype: str, rank: int) -> tuple | None:
     """(ptr, shape, strides, device) of a contiguous CUDA torch tensor matching the
     specialization, or None when any check needs the full path (and its error message)."""
     dt = _TORCH_DTYPES.get(t.dtype)
@@ -205,24 +201,19 @@ def _torch_fast_python(t: Any, dtype: str, rank: int) -> tuple | None:
 _TORCH_BY_NAME: dict[str, Any] = {}
 
 
-def _torch_fast_native(t: Any, dtype: str, rank: int) -> tuple | None:
-    """The same answer as `_torch_fast_python`, read in C (`dsl.runtime._fastpath`)."""
-    want = _TORCH_BY_NAME.get(dtype)
-    if want is None:
-        torch = sys.modules["torch"]
+def torch_dtypes() -> dict[str, Any]:
+    """kdsl element type name -> torch dtype object (empty until torch is imported)."""
+    if not _TORCH_BY_NAME:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return _TORCH_BY_NAME
         for name in ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64",
                      "uint8", "uint16", "uint32", "uint64", "bool"):
             obj = getattr(torch, name, None)
             ours = dtype_from_foreign(obj) if obj is not None else None
             if ours is not None:
                 _TORCH_BY_NAME.setdefault(ours.name, obj)
-        want = _TORCH_BY_NAME.get(dtype)
-        if want is None:
-            return _torch_fast_python(t, dtype, rank)
-    return fastpath.torch_tensor(t, want, rank)
-
-
-torch_fast = _torch_fast_native if fastpath is not None else _torch_fast_python
+    return _TORCH_BY_NAME
 
 
 def _from_cupy(a: Any) -> tuple:

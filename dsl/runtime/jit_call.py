@@ -4,7 +4,8 @@ The first call with a new specialization (argument dtypes and ranks, Constexpr v
 compiles it — or reads it from the on-disk cache (`dsl.compiler.disk_cache`) — and turns
 the generated launcher source into a Python function. Every later call with the same
 specialization costs a dictionary lookup on a key built from the arguments' types, then
-the launcher: argument checks, grid arithmetic, one `cuLaunchKernel` per launch.
+the launcher: argument checks, grid arithmetic, one `cuLaunchKernel` per launch (in C
+with the native path, `dsl.runtime._fastpath`).
 
 `stream=` (keyword only) chooses the CUDA stream; see `dsl.runtime.launch`.
 """
@@ -16,7 +17,6 @@ import sys
 import warnings
 from typing import Any
 
-from dsl.runtime.dlpack import ArgumentError
 from dsl.runtime.launch import Runtime
 from dsl.runtime.module import ModuleImage
 
@@ -38,7 +38,7 @@ class _Specialization:
 class _JitState:
     """Per `@jit` function: its parameters and its specializations."""
 
-    __slots__ = ("last", "names", "scalar", "signature", "specs", "target")
+    __slots__ = ("names", "scalar", "signature", "specs", "target")
 
     def __init__(self, jit_fn: Any):
         from dsl.compiler.specs import evaluate_annotation
@@ -53,7 +53,6 @@ class _JitState:
                        for p in self.signature.parameters.values()]
         self.specs: dict[Any, _Specialization] = {}
         self.target: str | None = None
-        self.last: _Specialization | None = None  # tried first by the next call
 
 
 # --- specialization keys ------------------------------------------------------------------------
@@ -123,39 +122,23 @@ def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> None:
         if "stream" in kwargs and "stream" not in state.names:
             kwargs = dict(kwargs)
             stream = kwargs.pop("stream")
-    else:
-        last = state.last
-        if last is not None and last.direct == len(args):
-            # The common case: the same specialization as the previous call. Its launcher
-            # validates every argument before it launches anything, so a mismatch (another
-            # dtype or rank) only means "look the specialization up by key" below.
-            rt = last.rt
-            rt._device = None
-            rt._framework = None
-            launched = rt.launches
-            try:
-                return last.launch(rt, *args, stream=None)
-            except ArgumentError:
-                if rt.launches != launched:
-                    raise
     spec = state.specs.get(_key(state, args, kwargs))
     if spec is None:
         spec = _specialize(jit_fn, state, args, kwargs)
-    rt = spec.rt
-    rt._device = None
-    rt._framework = None
     direct = spec.direct
-    # Only a call that passed exactly the runtime parameters may be guessed again by shape:
-    # one that also passed Constexpr values positionally (or by keyword) is not the default.
-    state.last = spec if not kwargs and direct == len(args) else None
+    # Only a call that passed exactly the runtime parameters may be guessed again by shape
+    # (JitFunction.__call__ tries it first): one that also passed Constexpr values
+    # positionally (or by keyword) is not the default.
+    if not kwargs and direct == len(args):
+        jit_fn._fast_arity, jit_fn._fast_launch = direct, spec.launch
+    else:
+        jit_fn._fast_arity, jit_fn._fast_launch = -1, None
     if direct is not None:
-        if direct == len(args):
-            return spec.launch(rt, *args, stream=stream)
-        return spec.launch(rt, *args[:direct], stream=stream)
+        return spec.launch(*args[:direct], stream)
     values = []
     for how, what in spec.plan:
         values.append(args[what] if how == "arg" else kwargs[what] if how == "kw" else what)
-    return spec.launch(rt, *values, stream=stream)
+    return spec.launch(*values, stream)
 
 
 def specialization(jit_fn: Any, *args: Any, **kwargs: Any) -> _Specialization:
@@ -181,13 +164,13 @@ def _specialize(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Sp
     namespace: dict[str, Any] = {}
     code = compile(entry.launcher, f"<kdsl launcher {entry.name}>", "exec")
     exec(code, namespace)
-    launch = namespace["launch"]
     from dsl.diagnostics import SourceRange
 
     static = {k["symbol"]: (k.get("resources") or {}).get("static_smem", 0) for k in entry.kernels}
     image = ModuleImage(entry.cubin, entry.ptx, static)
     ranges = {sym: SourceRange.from_dict(r) for sym, r in entry.launch_ranges.items()}
     rt = Runtime(image, ranges, entry.name)
+    launch = namespace["bind"](rt)
     direct, plan = _plan(state, args, kwargs, runtime_names)
     spec = _Specialization(launch, rt, direct, plan, entry, from_disk)
     state.specs[_key(state, args, kwargs)] = spec

@@ -23,6 +23,7 @@ named after the kernel, when the `nvtx` package (or PyTorch) provides NVTX.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import struct
 import sys
@@ -31,7 +32,7 @@ from typing import Any
 
 from dsl.diagnostics import SourceRange
 from dsl.runtime import driver as _driver_mod
-from dsl.runtime.dlpack import ArgumentError, check_tensor, torch_fast
+from dsl.runtime.dlpack import ArgumentError, check_tensor, torch_dtypes, torch_fast
 from dsl.runtime.driver import DriverError, LaunchError, driver
 from dsl.runtime.module import DEFAULT_SMEM_LIMIT, ModuleImage
 from dsl.runtime.native import fastpath
@@ -145,30 +146,49 @@ _single_device: bool | None = None
 
 def _context(device: int | None) -> Any:
     """The context to launch into: the thread's current one (cheap when one GPU is visible)."""
-    global _single_device
     ctx = getattr(_driver_mod._tls, "ctx", None)
     if ctx is not None and _single_device:
         return ctx
     ctx = _driver_mod.current_context(device)
-    if _single_device is None:
-        _single_device = int(_driver_mod.check(driver().cuDeviceGetCount(), "cuDeviceGetCount")) == 1
+    single_device()
     if device is not None and ctx.device != device:
         raise ArgumentError(f"the arguments are on cuda:{device} but the current CUDA context is cuda:"
                             f"{ctx.device}; make that device current (e.g. torch.cuda.set_device({device}))")
     return ctx
 
 
-_torch_tensor: Any = None  # torch.Tensor once torch is imported (never imported here)
+def _torch_tensor() -> Any:
+    """torch.Tensor when torch is imported (kdsl never imports it)."""
+    torch = sys.modules.get("torch")
+    return torch.Tensor if torch is not None else None
+
+
+def _torch_dtype(name: str) -> Any:
+    """The torch dtype object for a kdsl element type name, or None."""
+    return torch_dtypes().get(name)
+
+
+def single_device() -> bool:
+    """Whether one GPU is visible (then every CUDA tensor is on the current context's device)."""
+    global _single_device
+    if _single_device is None:
+        _single_device = int(_driver_mod.check(driver().cuDeviceGetCount(), "cuDeviceGetCount")) == 1
+    return _single_device
+
+
+_SCALAR_KINDS = {**{c: "float" for c in _FLOAT_CODES}, **{c: "int" for c in _INT_CODES}, "bool": "bool"}
 
 
 class Runtime:
-    """What a generated launcher calls; one per compiled specialization."""
+    """What a generated launcher binds; one per compiled specialization.
+
+    `arg_reader` and `kernel` return the two callables a launcher uses per call. With the
+    native path (`_fastpath.c`) they are C methods that take the common case (PyTorch
+    tensors, plain scalars, a kernel already loaded in this thread) and hand anything else
+    to the Python methods below, which check everything and explain what is wrong.
+    """
 
     def __init__(self, image: ModuleImage, launch_ranges: dict[str, SourceRange] | None = None, name: str = ""):
-        global _torch_tensor
-        torch = sys.modules.get("torch")
-        if _torch_tensor is None and torch is not None:
-            _torch_tensor = torch.Tensor
         self.image = image
         self.name = name
         self.launch_ranges = launch_ranges or {}
@@ -177,19 +197,63 @@ class Runtime:
         self._nvtx = _nvtx_ranges()
         self._device: int | None = None
         self._framework: str | None = None
-        self._drv = None
-        self.launches = 0  # launches issued, so a caller can tell whether a failed call launched any
-        self._hot: dict[str, tuple[int, Any, ArgPacker]] = {}  # symbol -> (thread, function, packer)
+        self._drv: Any = None  # cuda.bindings.driver, once a kernel is loaded
 
-    # -- per call ---------------------------------------------------------------------------
+    # -- what a generated launcher binds ------------------------------------------------------
 
-    def begin(self) -> None:
-        """Forgets what the previous call's tensors said about device and framework."""
+    def arg_reader(self, params: tuple) -> Any:
+        """`read(*args, stream)` for one specialization: checks each argument against
+        `params` ((name, dtype, rank) for tensors, (name, dtype, None) for scalars) and returns
+        (ptr, shape, strides) per tensor, each scalar, then the raw stream handle."""
+        read = functools.partial(self._read_args, params)
+        if fastpath is None:
+            return read
+        torch = sys.modules.get("torch")
+        # The C reader knows PyTorch only, and only with one visible GPU (it does not compare
+        # the tensors' device with the current context's): otherwise every call goes to Python.
+        native_torch = torch is not None and single_device()
+        entries = tuple(
+            ("tensor", _torch_dtype(dtype), rank) if rank is not None and native_torch else
+            ("other", None, 0) if rank is not None else (_SCALAR_KINDS.get(dtype, "other"), None, 0)
+            for _, dtype, rank in params)
+        if native_torch and any(e[0] == "tensor" and e[1] is None for e in entries):
+            native_torch = False  # a dtype this torch build lacks: Python explains the mismatch
+        raw_stream = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None) if torch else None
+        return fastpath.ArgReader(entries, torch.Tensor if native_torch else None, raw_stream, read).read
+
+    def kernel(self, symbol: str, codes: tuple, cluster: tuple | None = None) -> Any:
+        """`launch(grid, block, smem, stream, *params)` for one kernel of this module."""
+        if fastpath is not None and cluster is None:
+            fallback = functools.partial(self._launch_native_fallback, symbol, codes)
+            return fastpath.Kernel(codes, fallback, functools.partial(self._report, symbol)).launch
+
+        def launch(grid: tuple, block: tuple, smem: int, stream: int, *values: Any) -> None:
+            self._launch(symbol, grid, block, smem, stream, cluster, codes, values)
+
+        return launch
+
+    # -- arguments ----------------------------------------------------------------------------
+
+    def _read_args(self, params: tuple, *args: Any) -> tuple:
         self._device = None
         self._framework = None
+        out: list[Any] = []
+        for (name, dtype, rank), value in zip(params, args):
+            if rank is None:
+                out.append(self.scalar_arg(value, name, dtype))
+            else:
+                out.extend(self.tensor_arg(value, name, dtype, rank))
+        _context(self._device)  # tensors on another device than the current context: refused here
+        stream = args[len(params)]
+        if stream is None:
+            fw = self._framework
+            out.append(_FRAMEWORK_STREAMS[fw](self._device) if fw is not None else 0)
+        else:
+            out.append(stream if type(stream) is int else stream_handle(stream))
+        return tuple(out)
 
     def tensor_arg(self, value: Any, name: str, dtype: str, rank: int) -> tuple:
-        if type(value) is _torch_tensor:
+        if type(value) is _torch_tensor():
             fast = torch_fast(value, dtype, rank)
             if fast is not None:
                 dev = fast[3]
@@ -205,7 +269,6 @@ class Runtime:
         if fw is not None:
             self._framework = fw
         return ptr, shape, strides
-
     def scalar_arg(self, value: Any, name: str, code: str) -> Any:
         tp = type(value)
         if code in _FLOAT_CODES:
@@ -237,47 +300,34 @@ class Runtime:
         raise ArgumentError(f"argument '{name}' must be a {'float' if code in _FLOAT_CODES else 'int'} "
                             f"for a {code} parameter, not {type(value).__name__} ({value!r})")
 
-    # -- launching --------------------------------------------------------------------------
+    # -- launching ----------------------------------------------------------------------------
 
-    def launch(self, symbol: str, grid: tuple, block: tuple, smem: int = 0, stream: Any = None,
-               cluster: tuple | None = None, codes: tuple = (), values: tuple = ()) -> None:
-        self.launches += 1
-        hot = self._hot.get(symbol)
-        # The common case in a few comparisons: the native path, one visible GPU, the thread
-        # that launched this kernel last, no cluster, a non-empty grid, smem already allowed.
-        # Anything else takes the full path below, which also fills `_hot`.
-        if (hot is not None and cluster is None and hot[0] == threading.get_ident()
-                and grid[0] > 0 and grid[1] > 0 and grid[2] > 0 and smem <= hot[1].smem_allowed):
-            fn = hot[1]
-            try:
-                params = hot[2].pack(values)
-            except (struct.error, TypeError, OverflowError):
-                return self._launch_full(symbol, grid, block, smem, stream, cluster, codes, values)
-            if stream is None:
-                fw = self._framework
-                handle = _FRAMEWORK_STREAMS[fw](self._device) if fw is not None else 0
-            else:
-                handle = stream if type(stream) is int else stream_handle(stream)
-            try:
-                err = fastpath.launch(fn.address, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
-                                      handle, params)
-            except (OverflowError, TypeError, ValueError) as exc:
-                raise self._error(str(exc), symbol, grid, block, smem) from None
-            if err:
-                self._raise_launch_error(self._drv.CUresult(err), symbol, grid, block, smem)
-            return None
-        return self._launch_full(symbol, grid, block, smem, stream, cluster, codes, values)
+    def _launch_native_fallback(self, symbol: str, codes: tuple, native: Any, grid: tuple, block: tuple,
+                                smem: int, stream: Any, values: tuple) -> None:
+        """What the C launch does not take; arms it for the next launches when it can."""
+        fn = self._launch(symbol, grid, block, smem, stream, None, codes, values)
+        if fn is not None and self._nvtx is None and single_device():
+            native.arm(fn.address, fn.smem_allowed)
 
-    def _launch_full(self, symbol: str, grid: tuple, block: tuple, smem: int, stream: Any,
-                     cluster: tuple | None, codes: tuple, values: tuple) -> None:
+    def _report(self, symbol: str, err: int, grid: tuple, block: tuple, smem: int) -> None:
+        self._raise_launch_error(self._drv.CUresult(err), symbol, grid, block, smem)
+
+    def _launch(self, symbol: str, grid: tuple, block: tuple, smem: int, stream: Any,
+                cluster: tuple | None, codes: tuple, values: tuple) -> Any:
+        """One launch with every check; returns the loaded function, None for an empty grid."""
         ctx = _context(self._device)
         fn = self._functions.get((ctx.key, symbol))
         if fn is None:
             fn = self._load(ctx, symbol, grid, block, smem)
-        gx, gy, gz = grid
+        try:
+            gx, gy, gz = (int(g) for g in grid)
+            block = tuple(int(b) for b in block)
+            smem = int(smem)
+        except (TypeError, ValueError) as exc:
+            raise self._error(f"grid, block and smem must be ints: {exc}", symbol, grid, block, smem) from None
         if gx <= 0 or gy <= 0 or gz <= 0:
             if gx == 0 or gy == 0 or gz == 0:
-                return  # an empty grid: nothing to do (e.g. a zero-size tensor)
+                return None  # an empty grid: nothing to do (e.g. a zero-size tensor)
             raise self._error("grid dimensions must be positive", symbol, grid, block, smem)
         if smem > fn.smem_allowed:
             self._grow_smem(fn, symbol, grid, block, smem)
@@ -290,38 +340,25 @@ class Runtime:
         except (struct.error, TypeError, OverflowError) as err:
             raise self._error(f"a kernel argument does not fit its parameter type "
                               f"({', '.join(codes)}): {err}", symbol, grid, block, smem) from None
-        if stream is None:
-            fw = self._framework
-            handle = _FRAMEWORK_STREAMS[fw](self._device) if fw is not None else 0
-        elif type(stream) is int:
-            handle = stream
-        else:
-            handle = stream_handle(stream)
+        handle = stream if type(stream) is int else stream_handle(stream)
         nvtx = self._nvtx
         if nvtx is not None:
             nvtx[0](symbol)
         try:
-            if cluster is None:
-                try:
-                    if fastpath is not None:
-                        err = fastpath.launch(fn.address, gx, gy, gz, block[0], block[1], block[2], smem,
-                                               handle, params)
-                        if err:
-                            err = self._drv.CUresult(err)
-                    else:
-                        (err,) = self._drv.cuLaunchKernel(fn.handle, gx, gy, gz, block[0], block[1], block[2],
-                                                          smem, handle, params, 0)
-                except (OverflowError, TypeError, ValueError) as exc:
-                    raise self._error(str(exc), symbol, grid, block, smem) from None
-            else:
-                err = self._launch_cluster(fn, grid, block, smem, handle, params, cluster)
+            try:
+                if cluster is None:
+                    (err,) = self._drv.cuLaunchKernel(fn.handle, gx, gy, gz, block[0], block[1], block[2],
+                                                      smem, handle, params, 0)
+                else:
+                    err = self._launch_cluster(fn, (gx, gy, gz), block, smem, handle, params, cluster)
+            except (OverflowError, TypeError, ValueError) as exc:
+                raise self._error(str(exc), symbol, grid, block, smem) from None
         finally:
             if nvtx is not None:
                 nvtx[1]()
         if err:
             self._raise_launch_error(err, symbol, grid, block, smem)
-        if fastpath is not None and _single_device and nvtx is None and cluster is None:
-            self._hot[symbol] = (tid, fn, packer)
+        return fn
 
     def check_block(self, symbol: str, grid: tuple, block: tuple, known: tuple) -> None:
         """Refuses a run-time block that breaks the kernel's `known_block_size` (DSL202): the

@@ -25,7 +25,7 @@ def test_prints_one_function_stage_and_resources():
 def test_launcher_stage_of_every_function():
     out = run(str(EXAMPLES / "saxpy.py"), "--stage", "launcher")
     assert out.returncode == 0
-    assert "def launch(rt, x, y, a, stream=None):" in out.stdout
+    assert "    def launch(x, y, a, stream=None):" in out.stdout
     assert "// stage launcher is not available" in out.stdout  # the kernel has none
 
 

@@ -287,11 +287,13 @@ def run(x: Tensor[f32, 2], B: Constexpr[int] = 64):
     k(x).launch(grid=(dsl.cdiv(x.shape[1], B), x.shape[0]), block=(B, 2))
 """)
     src = a.stage("run", "launcher")
-    assert "def launch(rt, x, stream=None):" in src
-    assert "rt.launch('k', ((-(-x_shape[1] // 64)), x_shape[0], 1), (64, 2, 1), 0, stream" in src
+    assert "    def launch(x, stream=None):" in src
+    assert "_read_args = rt.arg_reader((('x', 'f32', 2),))" in src
+    assert "_launch_k = rt.kernel('k', ('ptr', 'i32', 'i32', 'i32'))" in src
+    assert "_launch_k(((-(-x_shape[1] // 64)), x_shape[0], 1), (64, 2, 1), 0, stream, x_ptr, " in src
     namespace: dict = {}
     exec(compile(src, "launcher", "exec"), namespace)  # the generated source is valid Python
-    assert callable(namespace["launch"])
+    assert callable(namespace["bind"])
 
 
 def test_compile_with_specs_and_no_arguments(analyse, tmp_path):

@@ -103,7 +103,7 @@ def test_compiled_entries_are_reused_and_helper_edits_invalidate(tmp_path):
     path.write_text(textwrap.dedent(MODULE.format(factor="2.0")))
     mod = _load_module(path, "kmod_v1")
     entry, from_disk, names = compile_entry(mod.run, (TensorSpec(f32, shape=(256,)),), {}, None)
-    assert not from_disk and names == ["x"] and entry.cubin and "rt.launch('k'" in entry.launcher
+    assert not from_disk and names == ["x"] and entry.cubin and "rt.kernel('k'" in entry.launcher
     assert entry.launch_ranges["k"]["line"] == 16
     cache.MEMORY.clear()
     again, from_disk, _ = compile_entry(mod.run, (TensorSpec(f32, shape=(256,)),), {}, None)

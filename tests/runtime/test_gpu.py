@@ -34,7 +34,7 @@ def _rel(a, b):
     return float((a.double() - b.double()).norm() / b.double().norm())
 
 
-@pytest.mark.parametrize("n", [1, 1000, 1 << 20, (1 << 20) + 3])
+@pytest.mark.parametrize("n", [0, 1, 1000, 1 << 20, (1 << 20) + 3])
 def test_vector_add(torch, n):
     from examples.vector_add import add
 
@@ -142,9 +142,8 @@ def test_dtype_differing_from_specialization(torch):
     run_saxpy(x, x.clone(), 1.0)
     spec = run_saxpy._kdsl_state.specs
     launcher = next(iter(spec.values())).launch
-    rt = next(iter(spec.values())).rt
     with pytest.raises(ArgumentError, match="element type f16"):
-        launcher(rt, x.half(), x, 1.0)
+        launcher(x.half(), x, 1.0)
 
 
 def test_each_call_runs_its_own_specialization(torch, tmp_path):
@@ -235,20 +234,130 @@ def test_run_function(gpu):
     assert result["median_ms"] > 0 and result["bandwidth_gbs"] > 100
 
 
-def test_native_tensor_reads_match_the_python_path(torch):
-    from dsl.runtime import dlpack
+def _outcome(fn, *args):
+    try:
+        return "ok", fn(*args)
+    except ArgumentError as err:
+        return "error", str(err)
+
+
+def test_native_reader_matches_the_python_reader(torch):
+    """The C argument reader answers as the Python one does, or hands the call to it."""
+    import functools
+
+    from dsl.runtime.launch import Runtime
+    from dsl.runtime.module import ModuleImage
     from dsl.runtime.native import fastpath
 
     if fastpath is None:
         pytest.skip("the native launch path is not built here")
+    params = (("x", "f32", 2), ("s", "f32", None), ("n", "i32", None))
+    rt = Runtime(ModuleImage(None, None))
+    native = rt.arg_reader(params)
+    python = functools.partial(rt._read_args, params)
+    assert native is not python and type(native).__name__ == "builtin_function_or_method"
     x = torch.randn(64, 32, device="cuda")
-    cases = [(x, "f32", 2), (x, "f16", 2), (x, "f32", 1), (x.t(), "f32", 2), (x[:, ::2], "f32", 2),
-             (x.cpu(), "f32", 2), (x[0], "f32", 1), (x.half(), "f16", 2)]
-    for t, dtype, rank in cases:
-        native = dlpack._torch_fast_native(t, dtype, rank)
-        python = dlpack._torch_fast_python(t, dtype, rank)
-        if python is None:
-            assert native is None, (t.shape, t.stride(), dtype, rank)
-        else:
-            ptr, shape, strides, dev = python
-            assert native == (ptr, shape, strides if rank > 1 else (), dev)
+    stream = torch.cuda.Stream()
+    tensors = [x, x.half(), x[0], x.t(), x[:, ::2], x[:, :5], x.cpu(), x[:0], x.unsqueeze(0),
+               torch.empty(0, 32, device="cuda"), "x"]
+    scalars = [(2.5, 3), (2, True), (True, 3), (2.5, 3.0), (2.5, "3"), (2.5, 1 << 40)]
+    for t in tensors:
+        for s, n in scalars:
+            for st in (None, 0, stream, stream.cuda_stream):
+                got, want = _outcome(native, t, s, n, st), _outcome(python, t, s, n, st)
+                assert got == want, (getattr(t, "shape", t), s, n, st)
+
+
+def test_native_launch_is_armed_by_the_first_launch(torch):
+    from dsl.runtime.jit_call import specialization
+    from dsl.runtime.native import fastpath
+    from examples.vector_add import add
+
+    if fastpath is None:
+        pytest.skip("the native launch path is not built here")
+    a = torch.randn(1000, device="cuda")
+    c = torch.empty_like(a)
+    rt = specialization(add, a, a, c).rt
+    kernel = rt.kernel("vector_add", ("ptr", "i32", "ptr", "i32", "ptr", "i32", "i32"))
+    values = (a.data_ptr(), 1000, a.data_ptr(), 1000, c.data_ptr(), 1000, 1000)
+    assert not kernel.__self__.armed()
+    kernel((4, 1, 1), (256, 1, 1), 0, 0, *values)  # through Python: loads the module, then arms
+    assert kernel.__self__.armed()
+    c.zero_()
+    kernel((4, 1, 1), (256, 1, 1), 0, 0, *values)  # native
+    torch.cuda.synchronize()
+    assert torch.equal(c, a + a)
+
+
+def test_scalar_parameters_reach_the_kernel(torch, tmp_path):
+    """Each scalar type is packed as the kernel reads it; a value that does not fit is refused."""
+    src = tmp_path / "scalars_mod.py"
+    src.write_text(
+        "import dsl\nfrom dsl import Tensor, f32, f64, i32, i64, u32\n\n"
+        "@dsl.kernel\n"
+        "def put(out: Tensor[f64], a: f32, b: f64, n: i32, m: i64, u: u32):\n"
+        "    out[0] = dsl.cast(a, f64)\n"
+        "    out[1] = b\n"
+        "    out[2] = dsl.cast(n, f64)\n"
+        "    out[3] = dsl.cast(m, f64)\n"
+        "    out[4] = dsl.cast(u, f64)\n\n"
+        "@dsl.jit\n"
+        "def run(out: Tensor[f64], a: f32, b: f64, n: i32, m: i64, u: u32):\n"
+        "    put(out, a, b, n, m, u).launch(grid=1, block=1)\n")
+    mod = import_from(tmp_path, "scalars_mod")
+    out = torch.zeros(5, device="cuda", dtype=torch.float64)
+    for values in [(1.5, 0.1, -7, -(1 << 40), 4000000000), (2, 3, True, 5, 0), (-0.0, 1e300, 2**31 - 1, 2**62, 1)]:
+        mod.run(out, *values)
+        torch.cuda.synchronize()
+        expected = [float(torch.tensor(float(values[0]), dtype=torch.float32)), *map(float, values[1:])]
+        assert out.tolist() == expected, values
+    with pytest.raises(LaunchError, match="does not fit"):
+        mod.run(out, 1.0, 1.0, 2**31, 0, 0)
+    with pytest.raises(LaunchError, match="does not fit"):
+        mod.run(out, 1e300, 1.0, 0, 0, 0)
+    with pytest.raises(LaunchError, match="does not fit"):
+        mod.run(out, 1.0, 1.0, 0, 0, -1)
+
+
+def test_launch_from_another_thread(torch):
+    import threading
+
+    from examples.vector_add import add
+
+    a, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+    c = torch.empty_like(a)
+    add(a, b, c)  # loaded (and the native launch armed) in this thread
+    results = []
+
+    def worker():
+        c2 = torch.zeros_like(a)
+        add(a, b, c2)
+        torch.cuda.synchronize()
+        results.append(torch.equal(c2, a + b))
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    c.zero_()
+    add(a, b, c)
+    torch.cuda.synchronize()
+    assert results == [True] and torch.equal(c, a + b)
+
+
+def test_pure_python_path_gives_the_same_results(torch):
+    """KDSL_PURE_PYTHON=1 (what runs where the C extension is not built) on every example."""
+    code = ("import sys; sys.path.insert(0, 'examples'); import torch;"
+            "from dsl.runtime.native import fastpath; assert fastpath is None;"
+            "from examples.vector_add import add; from examples.softmax import run_softmax;"
+            "from examples.layernorm import run_layernorm;"
+            "a = torch.randn(5000, device='cuda'); c = torch.empty_like(a); add(a, a, c);"
+            "x = torch.randn(64, 1024, device='cuda'); y = torch.empty_like(x); run_softmax(x, y);"
+            "w = torch.randn(1024, device='cuda'); z = torch.empty_like(x); run_layernorm(x, w, w, z, 1e-5);"
+            "torch.cuda.synchronize();"
+            "ref = torch.nn.functional.layer_norm(x, (1024,), w, w, 1e-5);"
+            "print(torch.equal(c, a + a), bool(torch.allclose(y, torch.softmax(x, -1), atol=1e-6)),"
+            " bool(torch.allclose(z, ref, atol=1e-4)))")
+    env = dict(os.environ, KDSL_PURE_PYTHON="1")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
+    assert proc.stdout.strip() == "True True True", proc.stderr
