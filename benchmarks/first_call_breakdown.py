@@ -43,6 +43,8 @@ wanted = {
     "stage_ptx": ("dsl/compiler/pipeline.py", "stage_ptx"),
     "stage_cubin (ptxas)": ("dsl/compiler/pipeline.py", "stage_cubin"),
     "disk_cache.store": ("dsl/compiler/disk_cache.py", "store"),
+    "driver(): cuda-bindings import, cuInit": ("dsl/runtime/driver.py", "driver"),
+    "current_context": ("dsl/runtime/driver.py", "current_context"),
     "module load": ("dsl/runtime/module.py", "function"),
 }
 out = {"total_s": total}

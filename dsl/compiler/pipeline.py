@@ -21,11 +21,15 @@ from dsl.compiler import source_maps, toolchain
 from dsl.compiler.artifacts import Resources, SourceMap
 from dsl.diagnostics import Diagnostic, SourceRange
 
+# The target is attached by a pass, not an attribute built from Python: creating an
+# #nvvm.target attribute in Python imports the NVVM dialect's Python module (tens of ms in a
+# cold process), which nothing else on the way to a cubin needs.
 LOWERING = (
-    "builtin.module(gpu.module(canonicalize,cse,convert-scf-to-cf,convert-vector-to-llvm,"
+    "builtin.module(nvvm-attach-target{{chip={chip} O=3 features=+ptx80}},"
+    "gpu.module(canonicalize,cse,convert-scf-to-cf,convert-vector-to-llvm,"
     "convert-gpu-to-nvvm,convert-arith-to-llvm,convert-index-to-llvm,convert-math-to-llvm,"
     "canonicalize,cse,reconcile-unrealized-casts),"
-    "ensure-debug-info-scope-on-llvm-func{emission-kind=LineTablesOnly})"
+    "ensure-debug-info-scope-on-llvm-func{{emission-kind=LineTablesOnly}})"
 )
 TO_PTX = "builtin.module(gpu-module-to-binary{format=isa})"
 
@@ -90,20 +94,16 @@ def stage_traced(build: Build) -> None:
 
 def stage_lowered(build: Build) -> None:
     lowered = ir.Module.parse(build.module.operation.get_asm(enable_debug_info=True), build.context)
-    for op in lowered.body.operations:
-        if op.operation.name == "gpu.module":
-            targets = [_nvvm_target(build.target.name, link_libdevice=False)]
-            op.attributes["targets"] = ir.ArrayAttr.get(targets)
     try:
-        PassManager.parse(LOWERING, build.context).run(lowered.operation)
+        PassManager.parse(LOWERING.format(chip=build.target.name), build.context).run(lowered.operation)
     except ir.MLIRError as err:
         raise _mlir_errors(build, "DSL402", "lowering to NVVM failed", err) from None
     build.lowered_module = lowered
     build.texts["lowered"], build.maps["lowered"] = source_maps.mlir_text_and_map(_printed(lowered.operation))
 
 
-def _nvvm_target(chip: str, link_libdevice: bool) -> Any:
-    libdevice = toolchain.libdevice_path() if link_libdevice else None
+def _nvvm_target_with_libdevice(chip: str) -> Any:
+    libdevice = toolchain.libdevice_path()
     link = f', link = ["{libdevice}"]' if libdevice else ""
     return ir.Attribute.parse(f'#nvvm.target<O = 3, chip = "{chip}", features = "+ptx80"{link}>')
 
@@ -127,7 +127,7 @@ def stage_ptx(build: Build) -> None:
     if "@__nv_" in build.texts["lowered"]:  # libdevice math: link it (parsing it costs ~20 ms)
         for op in module.body.operations:
             if op.operation.name == "gpu.module":
-                op.attributes["targets"] = ir.ArrayAttr.get([_nvvm_target(build.target.name, link_libdevice=True)])
+                op.attributes["targets"] = ir.ArrayAttr.get([_nvvm_target_with_libdevice(build.target.name)])
     try:
         PassManager.parse(TO_PTX, build.context).run(module.operation)
     except ir.MLIRError as err:

@@ -351,3 +351,19 @@ def k(x: Tensor[f32], a: Float32):
     assert ir.count("scf.while") == 1  # the first loop; the second ran while tracing (k2 is compile-time)
     assert "arith.constant 7.000000e+00 : f32" in ir  # steps + min(k2, 3) = 6 + 1, folded while tracing
     assert a.diagnostics == []
+
+
+def test_f64_math_links_libdevice(analyse):
+    """f64 exp/log have no hardware instruction: libdevice is linked into the PTX."""
+    a = analyse(HEADER + """
+from dsl import f64
+
+@dsl.kernel
+def k(x: Tensor[f64]):
+    i = dsl.thread_idx.x
+    x[i] = dsl.exp(x[i]) + dsl.log(x[i])
+""")
+    assert "@__nv_exp" in a.stage("k", "lowered") and "@__nv_log" in a.stage("k", "lowered")
+    ptx = a.stage("k", "ptx")
+    assert ".target sm_90" in ptx and "__nv_" not in ptx  # linked and inlined, no external call
+    assert a.report.function("k").compiled.cubin

@@ -1,12 +1,17 @@
 """Commands `kdsl.compile` and `kdsl.run`, with work-done progress.
 
-Fixture: data/saxpy.py. This machine has no GPU, so `kdsl.run` must say so plainly.
+Fixture: data/saxpy.py. Without a GPU `kdsl.run` must say so plainly; with one (marked
+`gpu`) it runs the function and reports its time.
 """
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from lsprotocol import types
 
+from dsl.runtime import driver
 from tests.lsp.conftest import initialize, open_file, report_of
 
 
@@ -34,10 +39,24 @@ async def test_compile_reports_resources_with_progress(client):
     )
 
 
+@pytest.mark.skipif(driver.available(), reason="a GPU is attached: test_run_on_the_gpu covers kdsl.run")
 async def test_run_without_a_gpu_says_so(client):
     await initialize(client)
     uri = open_file(client, "saxpy.py")
     result = await execute(client, "kdsl.run", uri, "run_saxpy")
     assert result["ok"] is False
     assert result["message"].startswith("run_saxpy: no NVIDIA GPU/driver found: ")
+    assert progress_kinds(client) == [["begin", "end"]]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not driver.available(), reason="no NVIDIA GPU here")
+async def test_run_on_the_gpu(client):
+    await initialize(client)
+    uri = open_file(client, "saxpy.py")
+    result = await execute(client, "kdsl.run", uri, "run_saxpy")
+    assert result["ok"] is True, result
+    assert result["median_ms"] > 0 and result["correct"] is None
+    assert re.fullmatch(r"run_saxpy: median \d+\.\d{3} ms, \d+\.\d GB/s, no reference declared \(run_saxpy on .+\)",
+                        result["message"]), result["message"]
     assert progress_kinds(client) == [["begin", "end"]]

@@ -361,3 +361,47 @@ def test_pure_python_path_gives_the_same_results(torch):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
     assert proc.stdout.strip() == "True True True", proc.stderr
+
+
+def test_cluster_launch(torch, tmp_path):
+    """A launch with `cluster=` goes through cuLaunchKernelEx and covers the whole grid."""
+    src = tmp_path / "cluster_mod.py"
+    src.write_text(
+        "import dsl\nfrom dsl import Tensor, f32\n\n"
+        "@dsl.kernel\n"
+        "def mark(out: Tensor[f32]):\n"
+        "    i = dsl.block_idx.x * dsl.block_dim.x + dsl.thread_idx.x\n"
+        "    out[i] = dsl.cast(i, f32)\n\n"
+        "@dsl.jit\n"
+        "def run(out: Tensor[f32]):\n"
+        "    mark(out).launch(grid=out.shape[0] // 64, block=64, cluster=(2, 1, 1))\n")
+    mod = import_from(tmp_path, "cluster_mod")
+    out = torch.full((64 * 8,), float("nan"), device="cuda")
+    mod.run(out)
+    torch.cuda.synchronize()
+    assert torch.equal(out, torch.arange(64 * 8, device="cuda", dtype=torch.float32))
+    assert "cluster=(2, 1, 1)" in mod.run.compile(out).launcher
+
+
+def test_run_time_block_breaking_known_block_size_is_refused(torch, tmp_path):
+    """DSL202 from the launcher: nothing is launched with a block the kernel was not built for."""
+    src = tmp_path / "contract_mod.py"
+    src.write_text(
+        "import dsl\nfrom dsl import Tensor, f32\n\n"
+        "@dsl.kernel(known_block_size=[256, 1, 1])\n"
+        "def k(x: Tensor[f32]):\n"
+        "    x[dsl.thread_idx.x] = 1.0\n\n"
+        "@dsl.jit\n"
+        "def run(x: Tensor[f32]):\n"
+        "    k(x).launch(grid=1, block=x.shape[0])\n")
+    mod = import_from(tmp_path, "contract_mod")
+    ok = torch.zeros(256, device="cuda")
+    mod.run(ok)
+    torch.cuda.synchronize()
+    assert float(ok.sum()) == 256.0
+    bad = torch.zeros(128, device="cuda")
+    with pytest.raises(LaunchError) as info:
+        mod.run(bad)
+    torch.cuda.synchronize()
+    assert info.value.diagnostic.code == "DSL202" and info.value.diagnostic.range.line == 10
+    assert float(bad.sum()) == 0.0
