@@ -57,7 +57,7 @@ class JitFunction:
     _fast_launch: Any = None  # takes that many positional arguments as they come
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and len(args) == self._fast_arity:
+        if len(args) == self._fast_arity and not kwargs:
             # The common case: the same specialization as the previous call. Its launcher
             # checks every argument before it launches anything, so a mismatch (another
             # dtype or rank) only means "look the specialization up" in call_jit.

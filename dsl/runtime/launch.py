@@ -1,17 +1,19 @@
-"""The runtime object `rt` that generated launchers call: arguments, streams, launches.
+"""The runtime object `rt` that a generated launcher binds: argument reader, kernel launches.
 
-A generated launcher (the `launcher` stage) calls, for one jit specialization:
+A generated launcher (the `launcher` stage) binds, once per jit specialization:
 
-    x_ptr, x_shape, x_strides = rt.tensor_arg(x, 'x', 'f32', 1)
-    a = rt.scalar_arg(a, 'a', 'f32')
-    rt.launch('saxpy', grid=(gx, gy, gz), block=(bx, by, bz), smem=0, stream=stream,
-              cluster=None, codes=('ptr', 'i32', 'f32', ...), values=(x_ptr, x_shape[0], a, ...))
+    _read_args = rt.arg_reader((('x', 'f32', 1), ('a', 'f32', None)))
+    _launch_saxpy = rt.kernel('saxpy', ('ptr', 'i32', 'f32', 'i32'))
 
-Kernel parameters are packed with one precompiled `struct` format into a buffer allocated
-once per kernel (and thread), each parameter in its own 8-byte slot, with a cached `void**`
-array pointing at the slots; `cuLaunchKernel` copies them at launch. Every CUresult is
-checked: a failure raises `LaunchError` (DSL601) naming the kernel, grid, block and shared
-memory and pointing at the `.launch(...)` call.
+and then, per call:
+
+    x_ptr, x_shape, x_strides, a, stream = _read_args(x, a, stream)
+    _launch_saxpy((gx, 1, 1), (256, 1, 1), 0, stream, x_ptr, x_shape[0], a, x_shape[0])
+
+Kernel parameters go into a buffer owned by each kernel (and thread, in Python), one
+8-byte slot per parameter, with a `void**` array pointing at the slots; `cuLaunchKernel`
+copies them at launch. Every CUresult is checked: a failure raises `LaunchError` (DSL601)
+naming the kernel, grid, block and shared memory and pointing at the `.launch(...)` call.
 
 Streams: `stream=` may be an int handle, a `CUstream`, or an object with `.cuda_stream`
 (PyTorch), `.ptr` (CuPy) or `__cuda_stream__`. Without one, a launch whose tensors come from

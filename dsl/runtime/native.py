@@ -1,4 +1,4 @@
-"""The optional native launch path (`_fastpath.c`): tensor reads and `cuLaunchKernel` in C.
+"""The optional native launch path (`_fastpath.c`): argument reads and `cuLaunchKernel` in C.
 
 `fastpath` is None where the extension was not built (no C compiler at install time) or
 libcuda cannot be loaded (no driver); the runtime then does the same work in Python.
