@@ -1,5 +1,7 @@
 """Only the optional native launch path lives here; everything else is in pyproject.toml.
 
+`dsl.language._jitcall` calls a jit function's launcher without a Python frame;
+`dsl.runtime._fastpath` reads the arguments and calls `cuLaunchKernel`. Both are
 `optional=True`: without a C compiler the install still succeeds and kdsl launches
 through its pure-Python path (same checks, more host time per launch).
 """
@@ -8,6 +10,13 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
+        Extension(
+            "dsl.language._jitcall",
+            ["dsl/language/_jitcall.c"],
+            optional=True,
+            py_limited_api=True,
+            define_macros=[("Py_LIMITED_API", "0x030A0000")],
+        ),
         Extension(
             "dsl.runtime._fastpath",
             ["dsl/runtime/_fastpath.c"],

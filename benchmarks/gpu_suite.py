@@ -1,6 +1,6 @@
 """kdsl against its peers on one GPU, side by side in one run.
 
-    python benchmarks/gpu_suite.py RESULTS_DIR [--quick]
+    python benchmarks/gpu_suite.py RESULTS_DIR [--quick] [--only=bandwidth,dispatch,first_call]
 
 Measures: device copy ceiling; vector add (3 arrays); softmax, layernorm and row sum on
 32768 x 4096 f32; transpose; host dispatch overhead per launch (kdsl, a bare
@@ -336,7 +336,9 @@ def main():
 
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "quick": quick}
     os.makedirs(out_dir, exist_ok=True)
-    for suite in (bandwidth_suite, dispatch_suite, first_call_suite):
+    suites = {"bandwidth": bandwidth_suite, "dispatch": dispatch_suite, "first_call": first_call_suite}
+    only = next((a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--only=")), list(suites))
+    for suite in (suites[name] for name in only):
         try:
             suite(results, quick)
         except Exception as err:  # report and go on: one failing suite hides no other

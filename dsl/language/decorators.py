@@ -9,6 +9,7 @@ calling it compiles (cached) and runs on the GPU.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from typing import Any
 
@@ -44,8 +45,38 @@ class KernelFunction:
         return f"<dsl.kernel {self.kernel_name}>"
 
 
-class JitFunction:
-    """A `@dsl.jit` host function: compiles per specialization, then launches its kernels."""
+class _PythonJitCall:
+    """The pure-Python twin of `_jitcall.c` (used where that optional module is not built)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == self._fast_arity and not kwargs:  # type: ignore[attr-defined]
+            # The common case: the same specialization as the previous call. Its launcher
+            # checks every argument before it launches anything, so a mismatch (another
+            # dtype or rank) only means "look the specialization up" in the slow path.
+            try:
+                return self._fast_launch(*args)  # type: ignore[attr-defined]
+            except ArgumentError:
+                pass
+        return self._call_slow(*args, **kwargs)  # type: ignore[attr-defined]
+
+
+_JitCall: Any = _PythonJitCall
+if not os.environ.get("KDSL_PURE_PYTHON"):
+    try:
+        from dsl.language._jitcall import JitCall as _JitCall  # type: ignore[no-redef]
+    except ImportError:
+        pass
+
+
+class JitFunction(_JitCall):
+    """A `@dsl.jit` host function: compiles per specialization, then launches its kernels.
+
+    Calling it runs the last specialization's launcher directly when the arguments can be
+    its arguments (`_JitCall`), else `_call_slow`, which finds or compiles the right one.
+    """
+
+    _fast_arity = -1  # set by dsl.runtime.jit_call: the last specialization's launcher
+    _fast_launch: Any = None  # takes that many positional arguments as they come
 
     def __init__(self, fn: Any, examples: list[Any] | None = None, reference: Any = None):
         functools.update_wrapper(self, fn)
@@ -53,18 +84,7 @@ class JitFunction:
         self.examples = examples
         self.reference = reference
 
-    _fast_arity = -1  # set by dsl.runtime.jit_call: the last specialization's launcher
-    _fast_launch: Any = None  # takes that many positional arguments as they come
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == self._fast_arity and not kwargs:
-            # The common case: the same specialization as the previous call. Its launcher
-            # checks every argument before it launches anything, so a mismatch (another
-            # dtype or rank) only means "look the specialization up" in call_jit.
-            try:
-                return self._fast_launch(*args)
-            except ArgumentError:
-                pass
+    def _call_slow(self, *args: Any, **kwargs: Any) -> Any:
         global _call_jit
         if _call_jit is None:  # bound once: an import statement per call costs microseconds
             from dsl.runtime.jit_call import call_jit as _call_jit
