@@ -1,4 +1,4 @@
-"""The `kdsl` command: `kdsl lint`, `kdsl lsp` and `kdsl ir`.
+"""The `kdsl` command: `kdsl lint`, `kdsl lsp`, `kdsl ir` and `kdsl build`.
 
 Each subcommand lives in its own module and is imported only when chosen, so `kdsl lint`
 does not pay for pygls and `kdsl lsp` does not pay for the lint front end.
@@ -17,6 +17,7 @@ commands:
   lint PATH...   check kernels with the compiler (text, json, sarif or github output)
   lsp            run the language server over stdio
   ir FILE        print a function's IR at a compiler stage
+  build FILE...  compile the jit functions' examples= into the on-disk kernel cache
 
 `kdsl <command> --help` describes each command's options.
 """
@@ -52,7 +53,15 @@ def _call(entry: Callable[..., int | None], argv: list[str], prog: str) -> int:
         return 0
 
 
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"lint": _run_lint, "lsp": _run_lsp, "ir": _run_ir}
+def _run_build(argv: list[str]) -> int:
+    from dsl.cli_build import main
+
+    return _call(main, argv, "kdsl build")
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "lint": _run_lint, "lsp": _run_lsp, "ir": _run_ir, "build": _run_build,
+}
 
 
 def _version() -> str:

@@ -27,6 +27,14 @@ class ParamSpec:
             value = repr(value)
         return (self.name, self.kind, self.dtype, self.rank, value)
 
+    def describe(self) -> str:
+        """As a user reads it: `x: Tensor[f32, 2]`, `eps: f32` or `BLOCK=512`."""
+        if self.kind == "tensor":
+            return f"{self.name}: Tensor[{self.dtype.name}, {self.rank}]"
+        if self.kind == "scalar":
+            return f"{self.name}: {self.dtype.name}"
+        return f"{self.name}={self.value!r}"
+
     def flat_types(self) -> list[tuple[str, Any]]:
         """(launcher type code, MLIR type) for each kernel argument this parameter becomes."""
         from mlir import ir
