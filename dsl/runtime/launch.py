@@ -165,11 +165,6 @@ def _torch_tensor() -> Any:
     return torch.Tensor if torch is not None else None
 
 
-def _torch_dtype(name: str) -> Any:
-    """The torch dtype object for a kdsl element type name, or None."""
-    return torch_dtypes().get(name)
-
-
 def single_device() -> bool:
     """Whether one GPU is visible (then every CUDA tensor is on the current context's device)."""
     global _single_device
@@ -214,8 +209,9 @@ class Runtime:
         # The C reader knows PyTorch only, and only with one visible GPU (it does not compare
         # the tensors' device with the current context's): otherwise every call goes to Python.
         native_torch = torch is not None and single_device()
+        torch_dtype = torch_dtypes()
         entries = tuple(
-            ("tensor", _torch_dtype(dtype), rank) if rank is not None and native_torch else
+            ("tensor", torch_dtype.get(dtype), rank) if rank is not None and native_torch else
             ("other", None, 0) if rank is not None else (_SCALAR_KINDS.get(dtype, "other"), None, 0)
             for _, dtype, rank in params)
         if native_torch and any(e[0] == "tensor" and e[1] is None for e in entries):
@@ -271,6 +267,7 @@ class Runtime:
         if fw is not None:
             self._framework = fw
         return ptr, shape, strides
+
     def scalar_arg(self, value: Any, name: str, code: str) -> Any:
         tp = type(value)
         if code in _FLOAT_CODES:
@@ -305,7 +302,7 @@ class Runtime:
     # -- launching ----------------------------------------------------------------------------
 
     def _launch_native_fallback(self, symbol: str, codes: tuple, native: Any, grid: tuple, block: tuple,
-                                smem: int, stream: Any, values: tuple) -> None:
+                                smem: int, stream: int, values: tuple) -> None:
         """What the C launch does not take; arms it for the next launches when it can."""
         fn = self._launch(symbol, grid, block, smem, stream, None, codes, values)
         if fn is not None and self._nvtx is None and single_device():
@@ -314,9 +311,10 @@ class Runtime:
     def _report(self, symbol: str, err: int, grid: tuple, block: tuple, smem: int) -> None:
         self._raise_launch_error(self._drv.CUresult(err), symbol, grid, block, smem)
 
-    def _launch(self, symbol: str, grid: tuple, block: tuple, smem: int, stream: Any,
+    def _launch(self, symbol: str, grid: tuple, block: tuple, smem: int, stream: int,
                 cluster: tuple | None, codes: tuple, values: tuple) -> Any:
-        """One launch with every check; returns the loaded function, None for an empty grid."""
+        """One launch with every check; returns the loaded function, None for an empty grid.
+        `stream` is the raw handle the argument reader resolved."""
         ctx = _context(self._device)
         fn = self._functions.get((ctx.key, symbol))
         if fn is None:
@@ -342,7 +340,6 @@ class Runtime:
         except (struct.error, TypeError, OverflowError) as err:
             raise self._error(f"a kernel argument does not fit its parameter type "
                               f"({', '.join(codes)}): {err}", symbol, grid, block, smem) from None
-        handle = stream if type(stream) is int else stream_handle(stream)
         nvtx = self._nvtx
         if nvtx is not None:
             nvtx[0](symbol)
@@ -350,9 +347,9 @@ class Runtime:
             try:
                 if cluster is None:
                     (err,) = self._drv.cuLaunchKernel(fn.handle, gx, gy, gz, block[0], block[1], block[2],
-                                                      smem, handle, params, 0)
+                                                      smem, stream, params, 0)
                 else:
-                    err = self._launch_cluster(fn, (gx, gy, gz), block, smem, handle, params, cluster)
+                    err = self._launch_cluster(fn, (gx, gy, gz), block, smem, stream, params, cluster)
             except (OverflowError, TypeError, ValueError) as exc:
                 raise self._error(str(exc), symbol, grid, block, smem) from None
         finally:
