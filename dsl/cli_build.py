@@ -24,7 +24,7 @@ from dsl.compiler.api import parse_examples
 from dsl.compiler.targets import TARGETS
 from dsl.diagnostics import CompileError
 from dsl.language.decorators import JitFunction
-from dsl.module_analysis import dsl_functions, run_module
+from dsl.module_analysis import dsl_functions, read_program, run_module
 
 DEFAULT_TARGET = "sm_90"
 
@@ -52,13 +52,9 @@ def main(argv: list[str] | None = None) -> int:
 def _build_file(path: str, target: str) -> int:
     from dsl.runtime.jit_call import compile_entry
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-    except OSError as err:
-        print(f"kdsl build: cannot read {path}: {err.strerror}", file=sys.stderr)
+    source = read_program(path, "kdsl build")
+    if source is None:
         return 2
-    sys.path.insert(0, os.path.dirname(path))  # the file's own imports, as when run as a script
     namespace, diagnostics = run_module(source, path)
     failed = False
     for d in diagnostics:

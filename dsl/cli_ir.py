@@ -14,7 +14,7 @@ import sys
 
 from dsl.compiler.pipeline import STAGE_NAMES
 from dsl.compiler.targets import TARGETS
-from dsl.module_analysis import analyze_source
+from dsl.module_analysis import analyze_source, read_program
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,13 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path, _, only = args.file.partition("::")
     path = os.path.abspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-    except OSError as err:
-        print(f"kdsl ir: cannot read {path}: {err.strerror}", file=sys.stderr)
+    source = read_program(path, "kdsl ir")
+    if source is None:
         return 2
-    sys.path.insert(0, os.path.dirname(path))  # the file's own imports, as when run as a script
     report = analyze_source(source, path, target=args.target)
     functions = [f for f in report.functions if not only or f.name == only]
     if only and not functions:

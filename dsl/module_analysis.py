@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import linecache
+import os
 import sys
 import types
 from typing import Any
@@ -23,6 +24,19 @@ from dsl.frontend.static_checks import static_checks
 from dsl.language.decorators import JitFunction, KernelFunction
 
 MODULE_NAME = "__kdsl_analysis__"
+
+
+def read_program(path: str, command: str) -> str | None:
+    """The source of a file a command line was given, with its directory importable (as when
+    it runs as a script); None, said on stderr, when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except OSError as err:
+        print(f"{command}: cannot read {path}: {err.strerror}", file=sys.stderr)
+        return None
+    sys.path.insert(0, os.path.dirname(path))
+    return source
 
 
 def install_buffer(path: str, source: str) -> None:
