@@ -21,8 +21,9 @@ def torch(gpu):
     return torch
 
 
-def import_from(folder, name):
-    """Imports the module `name` written into `folder` by a test."""
+def module_from(folder, name, source):
+    """Writes `source` as `folder/name.py` and imports it (a module written by a test)."""
+    (folder / f"{name}.py").write_text(source)
     sys.path.insert(0, str(folder))
     try:
         return importlib.import_module(name)
@@ -148,8 +149,7 @@ def test_dtype_differing_from_specialization(torch):
 
 def test_each_call_runs_its_own_specialization(torch, tmp_path):
     """Constexpr passed, then defaulted, then another dtype: every call runs the right code."""
-    src = tmp_path / "specs_mod.py"
-    src.write_text(
+    specs_mod = module_from(tmp_path, "specs_mod", (
         "import dsl\nfrom dsl import Tensor, Constexpr, f32, f16\n\n"
         "@dsl.kernel\n"
         "def fill(x: Tensor[f32], S: Constexpr[int]):\n"
@@ -162,8 +162,7 @@ def test_each_call_runs_its_own_specialization(torch, tmp_path):
         "    if dsl.const_expr(x.dtype == f32):\n"
         "        fill(x, S).launch(grid=1, block=32)\n"
         "    else:\n"
-        "        fill16(x, S).launch(grid=1, block=32)\n")
-    specs_mod = import_from(tmp_path, "specs_mod")
+        "        fill16(x, S).launch(grid=1, block=32)\n"))
     x = torch.zeros(32, device="cuda")
     for args, expected in [((x,), 3.0), ((x, 7), 7.0), ((x,), 3.0), ((x,), 3.0), ((x, 7), 7.0)]:
         x.fill_(float("nan"))
@@ -180,8 +179,7 @@ def test_each_call_runs_its_own_specialization(torch, tmp_path):
 
 
 def test_too_much_shared_memory_is_dsl601(torch, tmp_path):
-    src = tmp_path / "bigsmem.py"
-    src.write_text(
+    bigsmem = module_from(tmp_path, "bigsmem", (
         "import dsl\nfrom dsl import Tensor, f32, Int32, Constexpr\n\n"
         "@dsl.kernel\n"
         "def k(x: Tensor[f32], n: Int32):\n"
@@ -190,8 +188,7 @@ def test_too_much_shared_memory_is_dsl601(torch, tmp_path):
         "        x[i] = x[i] + 1.0\n\n"
         "@dsl.jit\n"
         "def run(x: Tensor[f32], SMEM: Constexpr[int] = 1 << 20):\n"
-        "    k(x, x.shape[0]).launch(grid=1, block=32, smem=SMEM)\n")
-    bigsmem = import_from(tmp_path, "bigsmem")
+        "    k(x, x.shape[0]).launch(grid=1, block=32, smem=SMEM)\n"))
     x = torch.zeros(32, device="cuda")
     with pytest.raises(LaunchError) as info:
         bigsmem.run(x)
@@ -291,8 +288,7 @@ def test_native_launch_is_armed_by_the_first_launch(torch):
 
 def test_scalar_parameters_reach_the_kernel(torch, tmp_path):
     """Each scalar type is packed as the kernel reads it; a value that does not fit is refused."""
-    src = tmp_path / "scalars_mod.py"
-    src.write_text(
+    mod = module_from(tmp_path, "scalars_mod", (
         "import dsl\nfrom dsl import Tensor, f32, f64, i32, i64, u32\n\n"
         "@dsl.kernel\n"
         "def put(out: Tensor[f64], a: f32, b: f64, n: i32, m: i64, u: u32):\n"
@@ -303,8 +299,7 @@ def test_scalar_parameters_reach_the_kernel(torch, tmp_path):
         "    out[4] = dsl.cast(u, f64)\n\n"
         "@dsl.jit\n"
         "def run(out: Tensor[f64], a: f32, b: f64, n: i32, m: i64, u: u32):\n"
-        "    put(out, a, b, n, m, u).launch(grid=1, block=1)\n")
-    mod = import_from(tmp_path, "scalars_mod")
+        "    put(out, a, b, n, m, u).launch(grid=1, block=1)\n"))
     out = torch.zeros(5, device="cuda", dtype=torch.float64)
     for values in [(1.5, 0.1, -7, -(1 << 40), 4000000000), (2, 3, True, 5, 0), (-0.0, 1e300, 2**31 - 1, 2**62, 1)]:
         mod.run(out, *values)
@@ -365,8 +360,7 @@ def test_pure_python_path_gives_the_same_results(torch):
 
 def test_cluster_launch(torch, tmp_path):
     """A launch with `cluster=` goes through cuLaunchKernelEx and covers the whole grid."""
-    src = tmp_path / "cluster_mod.py"
-    src.write_text(
+    mod = module_from(tmp_path, "cluster_mod", (
         "import dsl\nfrom dsl import Tensor, f32\n\n"
         "@dsl.kernel\n"
         "def mark(out: Tensor[f32]):\n"
@@ -374,8 +368,7 @@ def test_cluster_launch(torch, tmp_path):
         "    out[i] = dsl.cast(i, f32)\n\n"
         "@dsl.jit\n"
         "def run(out: Tensor[f32]):\n"
-        "    mark(out).launch(grid=out.shape[0] // 64, block=64, cluster=(2, 1, 1))\n")
-    mod = import_from(tmp_path, "cluster_mod")
+        "    mark(out).launch(grid=out.shape[0] // 64, block=64, cluster=(2, 1, 1))\n"))
     out = torch.full((64 * 8,), float("nan"), device="cuda")
     mod.run(out)
     torch.cuda.synchronize()
@@ -385,16 +378,14 @@ def test_cluster_launch(torch, tmp_path):
 
 def test_run_time_block_breaking_known_block_size_is_refused(torch, tmp_path):
     """DSL202 from the launcher: nothing is launched with a block the kernel was not built for."""
-    src = tmp_path / "contract_mod.py"
-    src.write_text(
+    mod = module_from(tmp_path, "contract_mod", (
         "import dsl\nfrom dsl import Tensor, f32\n\n"
         "@dsl.kernel(known_block_size=[256, 1, 1])\n"
         "def k(x: Tensor[f32]):\n"
         "    x[dsl.thread_idx.x] = 1.0\n\n"
         "@dsl.jit\n"
         "def run(x: Tensor[f32]):\n"
-        "    k(x).launch(grid=1, block=x.shape[0])\n")
-    mod = import_from(tmp_path, "contract_mod")
+        "    k(x).launch(grid=1, block=x.shape[0])\n"))
     ok = torch.zeros(256, device="cuda")
     mod.run(ok)
     torch.cuda.synchronize()
