@@ -8,22 +8,16 @@ through its pure-Python path (same checks, more host time per launch).
 
 from setuptools import Extension, setup
 
+
+def optional_extension(name: str, source: str, **options: object) -> Extension:
+    """A stable-ABI C module whose build may fail without failing the install."""
+    return Extension(name, [source], optional=True, py_limited_api=True,
+                     define_macros=[("Py_LIMITED_API", "0x030A0000")], **options)
+
+
 setup(
     ext_modules=[
-        Extension(
-            "dsl.language._jitcall",
-            ["dsl/language/_jitcall.c"],
-            optional=True,
-            py_limited_api=True,
-            define_macros=[("Py_LIMITED_API", "0x030A0000")],
-        ),
-        Extension(
-            "dsl.runtime._fastpath",
-            ["dsl/runtime/_fastpath.c"],
-            optional=True,
-            py_limited_api=True,
-            define_macros=[("Py_LIMITED_API", "0x030A0000")],
-            libraries=["dl"],
-        )
+        optional_extension("dsl.language._jitcall", "dsl/language/_jitcall.c"),
+        optional_extension("dsl.runtime._fastpath", "dsl/runtime/_fastpath.c", libraries=["dl"]),
     ]
 )
