@@ -58,7 +58,8 @@ def test_built_entries_are_what_a_program_looks_up(tmp_path, capsys):
     assert "for sm_90: already cached" in capsys.readouterr().out
     # A program importing the module the usual way finds both entries; another BLOCK is not built.
     proc = subprocess.run([sys.executable, "-c", LOOKUP, str(tmp_path)], capture_output=True, text=True,
-                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                              p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)))
     assert proc.stdout.split() == ["True", "True", "False"], proc.stderr
 
 
