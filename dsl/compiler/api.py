@@ -17,10 +17,12 @@ from mlir import ir
 
 from dsl.compiler import cache
 from dsl.compiler.artifacts import CompiledFunction, KernelInfo
+from dsl.compiler.build_options import BuildOptions
 from dsl.compiler.pipeline import Build, StageError, attach_error_collector, run_pipeline
 from dsl.compiler.specs import resolve_params
 from dsl.compiler.targets import Target, get_target, theoretical_occupancy
 from dsl.diagnostics import CompileError, Diagnostic, DiagnosticError, DiagnosticSink, DiagnosticWarning, SourceRange
+from dsl.frontend import ops
 from dsl.frontend.kernel_tracer import TracedKernel, ensure_dynamic_smem_global, trace_kernel
 from dsl.frontend.params import ParamSpec
 from dsl.frontend.source import FunctionSource, function_source
@@ -30,11 +32,18 @@ from dsl.language.decorators import JitFunction, KernelFunction
 _CONTEXTS = threading.local()
 
 
+# What the tracer emits and the lowering produces. The bindings' default context loads every
+# registered dialect (~10 ms); passes load any other dialect they need themselves.
+DIALECTS = ("builtin", "func", "gpu", "arith", "scf", "vector", "math", "llvm", "nvvm", "cf", "index")
+
+
 def shared_context() -> Any:
-    """One MLIR context per thread: creating one registers every dialect (~17 ms)."""
+    """One MLIR context per thread, with only kdsl's dialects loaded."""
     ctx = getattr(_CONTEXTS, "context", None)
     if ctx is None:
-        ctx = _CONTEXTS.context = ir.Context()
+        ctx = _CONTEXTS.context = ir.Context(load_on_create_dialects=[])
+        for name in DIALECTS:
+            ctx.get_dialect_descriptor(name)  # loads it without importing its Python module
     return ctx
 
 
@@ -52,12 +61,11 @@ class FunctionCompiler:
         with self.context, ir.Location.unknown():
             self.module = ir.Module.create()
             self.module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
-            from mlir.dialects import gpu
-
             with ir.InsertionPoint(self.module.body):
-                self.gpu_module = gpu.GPUModuleOp(self.gpu_module_name)
-            self.gpu_module.bodyRegion.blocks.append()
-        self.gpu_ip = ir.InsertionPoint(self.gpu_module.bodyRegion.blocks[0])
+                self.gpu_module = ops.create("gpu.module", attributes={
+                    "sym_name": ir.StringAttr.get(self.gpu_module_name)}, regions=1)
+            self.gpu_module.regions[0].blocks.append()
+        self.gpu_ip = ir.InsertionPoint(self.gpu_module.regions[0].blocks[0])
 
     def _declare_dynamic_smem(self) -> None:
         if not self._dynamic_smem_declared:
@@ -103,9 +111,16 @@ def _kind(fn: Any) -> str:
 
 
 def compile_function(fn: Any, args: tuple = (), kwargs: dict | None = None, target: str | None = None,
-                     until: str = "cubin", example_range: SourceRange | None = None
-                     ) -> tuple[CompiledFunction | None, list[Diagnostic]]:
+                     until: str = "cubin", example_range: SourceRange | None = None,
+                     options: BuildOptions | None = None) -> tuple[CompiledFunction | None, list[Diagnostic]]:
     """Compiles without raising: returns the result (None on errors) and every diagnostic."""
+    with ops.generic_views():
+        return _compile_function(fn, args, kwargs, target, until, example_range, options or BuildOptions())
+
+
+def _compile_function(fn: Any, args: tuple, kwargs: dict | None, target: str | None, until: str,
+                      example_range: SourceRange | None, options: BuildOptions
+                      ) -> tuple[CompiledFunction | None, list[Diagnostic]]:
     kind = _kind(fn)
     tgt = get_target(target)
     sink = DiagnosticSink()
@@ -118,13 +133,13 @@ def compile_function(fn: Any, args: tuple = (), kwargs: dict | None = None, targ
     params = resolve_params(fn, src, args, kwargs or {}, sink, example_range)
     if params is None:
         return None, sink.items
-    key = cache.function_key(fn, src, params, tgt.name, until)
+    key = cache.function_key(fn, src, params, tgt.name, until + options.cache_tag())
     hit = cache.MEMORY.get(key)
     if hit is not None:
         compiled, diags = hit
         return compiled, list(diags)
     try:
-        compiled = _build(fn, kind, src, params, tgt, sink, until)
+        compiled = _build(fn, kind, src, params, tgt, sink, until, options)
     except Exception as err:  # never a bare traceback: report where the function is
         sink.add(Diagnostic.make("DSL402", f"internal compiler error: {type(err).__name__}: {err}",
                                  src.file.def_name_range(src.node)))
@@ -134,7 +149,7 @@ def compile_function(fn: Any, args: tuple = (), kwargs: dict | None = None, targ
 
 
 def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt: Target,
-           sink: DiagnosticSink, until: str) -> CompiledFunction | None:
+           sink: DiagnosticSink, until: str, options: BuildOptions) -> CompiledFunction | None:
     from dsl.frontend.host_tracer import trace_host
     from dsl.runtime.launcher_source import launcher_source
 
@@ -159,7 +174,7 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
         if not sink.errors:
             sink.add(Diagnostic.make("DSL402", f"'{name}' did not compile", def_range))
         return None
-    build = Build(fc.module, fc.context, tgt, def_range)
+    build = Build(fc.module, fc.context, tgt, def_range, options=options)
     collector = [build]
     handler = attach_error_collector(fc.context, collector)
     try:

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import gpu
-from mlir.dialects import llvm as llvm_dialect
+from mlir._mlir_libs._mlirDialectsGPU import ObjectAttr  # the native halves: no generated op modules
+from mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 from mlir.passmanager import PassManager
 
 from dsl.compiler import source_maps, toolchain
 from dsl.compiler.artifacts import Resources, SourceMap
+from dsl.compiler.build_options import BuildOptions
 from dsl.diagnostics import Diagnostic, SourceRange
 
 # The target is attached by a pass, not an attribute built from Python: creating an
@@ -52,6 +53,7 @@ class Build:
     context: Any
     target: Any
     fallback_range: SourceRange  # where to point when an error has no location
+    options: BuildOptions = field(default_factory=BuildOptions)
     texts: dict[str, str] = field(default_factory=dict)
     maps: dict[str, SourceMap] = field(default_factory=dict)
     resources: dict[str, Resources] = field(default_factory=dict)
@@ -89,17 +91,26 @@ def stage_traced(build: Build) -> None:
         raise _mlir_errors(build, "DSL401", "the traced IR failed verification", err) from None
     if not ok:
         raise _mlir_errors(build, "DSL401", "the traced IR failed verification")
-    build.texts["traced"], build.maps["traced"] = source_maps.mlir_text_and_map(_printed(build.module.operation))
+    if build.options.views:
+        build.texts["traced"], build.maps["traced"] = source_maps.mlir_text_and_map(_printed(build.module.operation))
+
+
+def _module_copy(build: Build, module: Any) -> Any:
+    """A copy to transform when the views still need `module` as it is; else `module` itself."""
+    if not build.options.views:
+        return module
+    return ir.Module.parse(module.operation.get_asm(enable_debug_info=True), build.context)
 
 
 def stage_lowered(build: Build) -> None:
-    lowered = ir.Module.parse(build.module.operation.get_asm(enable_debug_info=True), build.context)
+    lowered = _module_copy(build, build.module)
     try:
         PassManager.parse(LOWERING.format(chip=build.target.name), build.context).run(lowered.operation)
     except ir.MLIRError as err:
         raise _mlir_errors(build, "DSL402", "lowering to NVVM failed", err) from None
     build.lowered_module = lowered
-    build.texts["lowered"], build.maps["lowered"] = source_maps.mlir_text_and_map(_printed(lowered.operation))
+    if build.options.views:
+        build.texts["lowered"], build.maps["lowered"] = source_maps.mlir_text_and_map(_printed(lowered.operation))
 
 
 def _nvvm_target_with_libdevice(chip: str) -> Any:
@@ -109,39 +120,51 @@ def _nvvm_target_with_libdevice(chip: str) -> Any:
 
 
 def stage_llvm(build: Build) -> None:
+    if not build.options.views:
+        return
     gpu_module = _gpu_module(build.lowered_module)
     holder = ir.Module.create(ir.Location.unknown(build.context))
     with ir.InsertionPoint(holder.body):
         for op in gpu_module.regions[0].blocks[0].operations:
             op.operation.clone()
     try:
-        text = str(llvm_dialect.translate_module_to_llvmir(holder.operation))
+        text = str(translate_module_to_llvmir(holder.operation))
     except Exception as err:
         raise _mlir_errors(build, "DSL402", "translation to LLVM IR failed", err) from None
     build.texts["llvm"] = text
     build.maps["llvm"] = source_maps.llvm_map(text)
 
 
+def _calls_libdevice(gpu_module: Any) -> bool:
+    return any(op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value.startswith("__nv_")
+               for op in gpu_module.regions[0].blocks[0].operations)
+
+
 def stage_ptx(build: Build) -> None:
-    module = ir.Module.parse(build.lowered_module.operation.get_asm(enable_debug_info=True), build.context)
-    if "@__nv_" in build.texts["lowered"]:  # libdevice math: link it (parsing it costs ~20 ms)
-        for op in module.body.operations:
-            if op.operation.name == "gpu.module":
-                op.attributes["targets"] = ir.ArrayAttr.get([_nvvm_target_with_libdevice(build.target.name)])
+    module = _module_copy(build, build.lowered_module)
+    gpu_module = _gpu_module(module)
+    if _calls_libdevice(gpu_module):  # libdevice math: link it (parsing it costs ~20 ms)
+        gpu_module.attributes["targets"] = ir.ArrayAttr.get([_nvvm_target_with_libdevice(build.target.name)])
     try:
         PassManager.parse(TO_PTX, build.context).run(module.operation)
     except ir.MLIRError as err:
         raise _mlir_errors(build, "DSL402", "PTX generation failed", err) from None
     binary = next(op for op in module.body.operations if op.operation.name == "gpu.binary")
-    ptx = gpu.ObjectAttr(binary.attributes["objects"][0]).object.decode()
+    ptx = ObjectAttr(binary.attributes["objects"][0]).object.decode()
     ptx = toolchain.strip_debug_sections(ptx)
     build.texts["ptx"] = ptx
-    build.maps["ptx"] = source_maps.ptx_map(ptx)
+    if build.options.views:
+        build.maps["ptx"] = source_maps.ptx_map(ptx)
 
 
 def stage_cubin(build: Build) -> None:
     try:
-        cubin, resources, _log = toolchain.assemble(build.texts["ptx"], build.target.name)
+        options = build.options
+        if options.assembler is not None:
+            cubin, resources, _log = options.assembler(build.texts["ptx"], build.target.name)
+        else:
+            cubin, resources, _log = toolchain.assemble(build.texts["ptx"], build.target.name,
+                                                        options.while_assembling)
     except toolchain.ToolError as err:
         raise StageError([Diagnostic.make("DSL402", f"ptxas failed: {err}", build.fallback_range)]) from None
     build.cubin = cubin

@@ -11,8 +11,8 @@ import operator
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import arith, vector
 
+from dsl.frontend import ops
 from dsl.frontend.values import DSLTypeError, Scalar, Vector, type_name
 from dsl.language.types import DType, boolean, f32, i32, promote
 
@@ -35,23 +35,23 @@ def constant(py: Any, dtype: DType) -> Scalar:
     """A constant of `dtype`; a float literal for an integer type is a type error."""
     ty = dtype.mlir_type()
     if dtype.is_float:
-        return Scalar(arith.constant(ty, float(py)), dtype)
+        return Scalar(ops.constant(ty, float(py)), dtype)
     if isinstance(py, float) and not float(py).is_integer():
         raise DSLTypeError(f"float literal {py} used as {dtype.name}; cast explicitly")
     if isinstance(py, float):
         raise DSLTypeError(f"float literal {py} used as {dtype.name}; write an int or cast")
     value = int(py)
     if dtype.is_bool:
-        return Scalar(arith.constant(ty, ir.IntegerAttr.get(ty, 1 if value else 0)), dtype)
+        return Scalar(ops.constant(ty, 1 if value else 0), dtype)
     if dtype.kind == "index":
-        return Scalar(arith.constant(ty, value), dtype)
+        return Scalar(ops.constant(ty, value), dtype)
     bits = dtype.bits
     lo, hi = (-(2 ** (bits - 1)), 2**bits - 1)
     if not lo <= value <= hi:
         raise DSLTypeError(f"literal {value} does not fit in {dtype.name}")
     if value >= 2 ** (bits - 1):
         value -= 2**bits  # the same bits, as MLIR's signed attribute wants them
-    return Scalar(arith.constant(ty, ir.IntegerAttr.get(ty, value)), dtype)
+    return Scalar(ops.constant(ty, value), dtype)
 
 
 def literal_type(py: Any) -> DType:
@@ -96,39 +96,37 @@ def cast(value: Any, to: DType) -> Scalar | Vector:
 def _convert(v: Any, src: DType, to: DType, ty: Any) -> Any:
     if src.is_bool and not to.is_bool:
         if to.is_float:
-            return arith.uitofp(ty, v)
-        return arith.extui(ty, v) if to.kind != "index" else arith.index_castui(ty, v)
+            return ops.value("arith.uitofp", ty, v)
+        return ops.value("arith.extui" if to.kind != "index" else "arith.index_castui", ty, v)
     if to.is_bool:
         if src.is_float:
-            zero = arith.constant(src.mlir_type(), 0.0) if not isinstance(v.type, ir.VectorType) else None
-            if zero is None:
+            if isinstance(v.type, ir.VectorType):
                 raise DSLTypeError("cannot cast a float vector to bool")
-            return arith.cmpf(arith.CmpFPredicate.UNE, v, zero)
-        zero = constant(0, src).value
-        return arith.cmpi(arith.CmpIPredicate.ne, v, zero)
+            return ops.cmpf("une", v, ops.constant(src.mlir_type(), 0.0))
+        return ops.cmpi("ne", v, constant(0, src).value)
     if src.kind == "index" or to.kind == "index":
         if src.is_float or to.is_float:
             mid = i32 if src.kind == "index" else DType("i64", "int", 64)
             step = _convert(v, src, mid, mid.mlir_type())
             return _convert(step, mid, to, ty)
-        return arith.index_cast(ty, v) if src.is_signed else arith.index_castui(ty, v)
+        return ops.value("arith.index_cast" if src.is_signed else "arith.index_castui", ty, v)
     if src.is_int and to.is_int:
         if to.bits > src.bits:
-            return arith.extsi(ty, v) if src.is_signed else arith.extui(ty, v)
+            return ops.value("arith.extsi" if src.is_signed else "arith.extui", ty, v)
         if to.bits < src.bits:
-            return arith.trunci(ty, v)
+            return ops.value("arith.trunci", ty, v)
         return v  # same width, other signedness: the same bits
     if src.is_int and to.is_float:
-        return arith.sitofp(ty, v) if src.is_signed else arith.uitofp(ty, v)
+        return ops.value("arith.sitofp" if src.is_signed else "arith.uitofp", ty, v)
     if src.is_float and to.is_int:
-        return arith.fptosi(ty, v) if to.is_signed else arith.fptoui(ty, v)
+        return ops.value("arith.fptosi" if to.is_signed else "arith.fptoui", ty, v)
     if src.bits < to.bits or (src.bits == to.bits and src != to):
         if src.bits == to.bits:  # f16 <-> bf16 through f32
-            wide = arith.extf(f32.mlir_type() if not isinstance(ty, ir.VectorType) else
-                              ir.VectorType.get(ty.shape, f32.mlir_type()), v)
-            return arith.truncf(ty, wide)
-        return arith.extf(ty, v)
-    return arith.truncf(ty, v)
+            wide = ops.value("arith.extf", f32.mlir_type() if not isinstance(ty, ir.VectorType) else
+                             ir.VectorType.get(ty.shape, f32.mlir_type()), v)
+            return ops.value("arith.truncf", ty, wide)
+        return ops.value("arith.extf", ty, v)
+    return ops.value("arith.truncf", ty, v)
 
 
 def common(a: Any, b: Any, what: str) -> tuple[Any, Any, DType]:
@@ -162,7 +160,7 @@ def _common_vector(a: Any, b: Any, what: str) -> tuple[Any, Any, DType]:
     scalar = to_scalar(other, vec.dtype)
     if scalar.dtype != vec.dtype:
         raise DSLTypeError(f"mixed types {type_name(vec)} and {scalar.dtype.name} in '{what}'")
-    splat = Vector(vector.broadcast(vec.value.type, scalar.value), vec.dtype, vec.width)
+    splat = Vector(ops.value("vector.broadcast", vec.value.type, scalar.value), vec.dtype, vec.width)
     return (vec, splat, vec.dtype) if va else (splat, vec, vec.dtype)
 
 
@@ -183,23 +181,20 @@ def binary(op: str, a: Any, b: Any) -> Any:
     if ty.is_bool and op not in ("BitAnd", "BitOr", "BitXor"):
         raise DSLTypeError(f"'{sym}' on bool values; cast to an integer type first")
     if ty.is_float:
-        table = {"Add": arith.addf, "Sub": arith.subf, "Mult": arith.mulf, "Div": arith.divf,
-                 "Mod": arith.remf}
+        table = {"Add": "addf", "Sub": "subf", "Mult": "mulf", "Div": "divf", "Mod": "remf"}
         if op not in table:
             hint = " (use / for float division)" if op == "FloorDiv" else ""
             raise DSLTypeError(f"'{sym}' is not defined for {ty.name}{hint}")
-        return _wrap(x, table[op](x.value, y.value), ty)
+        return _wrap(x, ops.same_type(f"arith.{table[op]}", x.value, y.value), ty)
     if op == "Div":
         raise DSLTypeError(f"'/' on integer type {ty.name}; use '//' or cast to a float type")
     signed = ty.is_signed
     table = {
-        "Add": arith.addi, "Sub": arith.subi, "Mult": arith.muli,
-        "FloorDiv": arith.divsi if signed else arith.divui,
-        "Mod": arith.remsi if signed else arith.remui,
-        "LShift": arith.shli, "RShift": arith.shrsi if signed else arith.shrui,
-        "BitAnd": arith.andi, "BitOr": arith.ori, "BitXor": arith.xori,
+        "Add": "addi", "Sub": "subi", "Mult": "muli", "FloorDiv": "divsi" if signed else "divui",
+        "Mod": "remsi" if signed else "remui", "LShift": "shli", "RShift": "shrsi" if signed else "shrui",
+        "BitAnd": "andi", "BitOr": "ori", "BitXor": "xori",
     }
-    return _wrap(x, table[op](x.value, y.value), ty)
+    return _wrap(x, ops.same_type(f"arith.{table[op]}", x.value, y.value), ty)
 
 
 def _python(op: str, a: Any, b: Any) -> Any:
@@ -216,12 +211,10 @@ def _power(a: Any, b: Any) -> Any:
         for _ in range(b):
             result = a if result is None else binary("Mult", result, a)
         return result if result is not None else binary("Add", binary("Mult", a, 0), 1)
-    from mlir.dialects import math
-
     x, y, ty = common(a, b, "**")
     if not ty.is_float:
         raise DSLTypeError("'**' with a run-time integer exponent is not supported; use a float type")
-    return _wrap(x, math.powf(x.value, y.value), ty)
+    return _wrap(x, ops.same_type("math.powf", x.value, y.value), ty)
 
 
 _CMPI = {
@@ -229,7 +222,7 @@ _CMPI = {
     ("Gt", True): "sgt", ("GtE", True): "sge", ("Eq", False): "eq", ("NotEq", False): "ne",
     ("Lt", False): "ult", ("LtE", False): "ule", ("Gt", False): "ugt", ("GtE", False): "uge",
 }
-_CMPF = {"Eq": "OEQ", "NotEq": "UNE", "Lt": "OLT", "LtE": "OLE", "Gt": "OGT", "GtE": "OGE"}
+_CMPF = {"Eq": "oeq", "NotEq": "une", "Lt": "olt", "LtE": "ole", "Gt": "ogt", "GtE": "oge"}
 
 
 def compare(op: str, a: Any, b: Any) -> Any:
@@ -239,10 +232,8 @@ def compare(op: str, a: Any, b: Any) -> Any:
         return _python(op, a, b)
     x, y, ty = common(a, b, SYMBOLS[op])
     if ty.is_float:
-        pred = getattr(arith.CmpFPredicate, _CMPF[op])
-        return Scalar(arith.cmpf(pred, x.value, y.value), boolean)
-    pred = getattr(arith.CmpIPredicate, _CMPI[(op, ty.is_signed or ty.is_bool)])
-    return Scalar(arith.cmpi(pred, x.value, y.value), boolean)
+        return Scalar(ops.cmpf(_CMPF[op], x.value, y.value), boolean)
+    return Scalar(ops.cmpi(_CMPI[(op, ty.is_signed or ty.is_bool)], x.value, y.value), boolean)
 
 
 def unary(op: str, a: Any) -> Any:
@@ -256,10 +247,10 @@ def unary(op: str, a: Any) -> Any:
         return a
     if op == "USub":
         if a.dtype.is_float:
-            return _wrap(a, arith.negf(a.value), a.dtype)
+            return _wrap(a, ops.same_type("arith.negf", a.value), a.dtype)
         return binary("Sub", binary("Mult", a, 0), a)
     if op == "Not":
-        return Scalar(arith.xori(truth(a).value, constant(1, boolean).value), boolean)
+        return Scalar(ops.same_type("arith.xori", truth(a).value, constant(1, boolean).value), boolean)
     if op == "Invert":
         if a.dtype.is_float:
             raise DSLTypeError(f"'~' on {a.dtype.name}")
@@ -278,5 +269,5 @@ def truth(value: Any) -> Scalar:
 
 def logical(op: str, a: Any, b: Any) -> Scalar:
     """`and` / `or` on run-time conditions (both sides are evaluated: no short circuit)."""
-    fn = arith.andi if op == "And" else arith.ori
-    return Scalar(fn(truth(a).value, truth(b).value), boolean)
+    name = "arith.andi" if op == "And" else "arith.ori"
+    return Scalar(ops.same_type(name, truth(a).value, truth(b).value), boolean)

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import arith as arith_d
-from mlir.dialects import func
 
 from dsl.compiler.specs import evaluate_annotation
 from dsl.diagnostics import Diagnostic, DiagnosticError, SourceRange
 from dsl.frontend import arith as A
+from dsl.frontend import ops
 from dsl.frontend.kernel_tracer import TracedKernel
 from dsl.frontend.params import ParamSpec, flatten_params
 from dsl.frontend.source import FunctionSource, location
@@ -142,15 +141,12 @@ class HostTracer(Tracer):
             out = A.binary("FloorDiv", A.binary("Sub", A.binary("Add", a, b), 1), b)
             return HostScalar(out.value, out.dtype, f"(-(-{_expr(a)} // {_expr(b)}))")
         if fn in (min, max, I.minimum, I.maximum) and any(isinstance(a, Scalar) for a in args):
-            from mlir.dialects import arith
-
             kind = "min" if fn in (min, I.minimum) else "max"
             acc = args[0]
             for other in args[1:]:
                 x, y, ty = A.common(acc, other, kind)
-                op = (arith.minsi if kind == "min" else arith.maxsi) if ty.is_int else (
-                    arith.minimumf if kind == "min" else arith.maximumf)
-                acc = HostScalar(op(x.value, y.value), ty, f"{kind}({_expr(acc)}, {_expr(other)})")
+                name = f"arith.{kind}si" if ty.is_int else f"arith.{kind}imumf"
+                acc = HostScalar(ops.same_type(name, x.value, y.value), ty, f"{kind}({_expr(acc)}, {_expr(other)})")
             return acc
         if isinstance(fn, DType) and len(args) == 1 and isinstance(args[0], Scalar):
             out = A.cast(args[0], fn)
@@ -289,15 +285,13 @@ class HostTracer(Tracer):
 
     def _index(self, v: Any) -> Any:
         if isinstance(v, int):
-            return arith_d.constant(ir.IndexType.get(), v)
-        return arith_d.index_cast(ir.IndexType.get(), v.value)
+            return ops.constant(ir.IndexType.get(), v)
+        return ops.value("arith.index_cast", ir.IndexType.get(), v.value)
 
     def _emit_launch(self, node: ast.Call, traced: TracedKernel, call: KernelCall,
                      params: list[tuple[ParamSpec, Any, ast.AST]], grid3: list[Any], block3: list[Any],
                      smem: Any, cluster: Any, static_block: tuple[int, int, int] | None,
                      contract: tuple[int, int, int] | None) -> None:
-        from mlir.dialects import _gpu_ops_gen as gpu_gen
-
         operands, arg_exprs = [], []
         for spec, value, _ in params:
             if spec.kind == "tensor":
@@ -312,13 +306,13 @@ class HostTracer(Tracer):
                 arg_exprs.append((expr, spec.dtype.name))
         smem_scalar = A.cast(A.to_scalar(smem, i32), i32)
         cluster3 = self._dim3(cluster, node, "cluster") if cluster is not None else None
-        kwargs = {}
-        if cluster3 is not None:
-            kwargs = dict(zip(("clusterSizeX", "clusterSizeY", "clusterSizeZ"), [self._index(c) for c in cluster3]))
-        gpu_gen.LaunchFuncOp(
-            None, [], ir.SymbolRefAttr.get([self.compiler.gpu_module_name, traced.symbol]),
-            *[self._index(g) for g in grid3], *[self._index(b) for b in block3], operands,
-            dynamicSharedMemorySize=smem_scalar.value, **kwargs)
+        cluster_sizes = [self._index(c) for c in cluster3] if cluster3 is not None else []
+        sizes = [self._index(g) for g in grid3] + [self._index(b) for b in block3]
+        # Operand groups: async deps, grid xyz, block xyz, cluster xyz, smem, kernel operands, async object.
+        segments = [0, 1, 1, 1, 1, 1, 1] + [len(cluster_sizes) // 3] * 3 + [1, len(operands), 0]
+        ops.create("gpu.launch_func", operands=sizes + cluster_sizes + [smem_scalar.value] + operands, attributes={
+            "kernel": ir.SymbolRefAttr.get([self.compiler.gpu_module_name, traced.symbol]),
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get(segments)})
         self.state.launches.append(LaunchRecord(
             traced, _tuple_expr(grid3), _tuple_expr(block3), _expr(smem),
             _tuple_expr(cluster3) if cluster3 else None, arg_exprs, self.range(node), static_block, contract))
@@ -356,8 +350,10 @@ def trace_host(src: FunctionSource, fn: Any, params: list[ParamSpec], compiler: 
     file, node = src.file, src.node
     flat = flatten_params(params)
     with location(file.range_of(node)):
-        fn_op = func.FuncOp(fn.__name__, ir.FunctionType.get([t for _, t in flat], []))
-        entry = fn_op.add_entry_block()
+        fn_type = ir.FunctionType.get([t for _, t in flat], [])
+        fn_op = ops.create("func.func", attributes={"sym_name": ir.StringAttr.get(fn.__name__),
+                                                     "function_type": ir.TypeAttr.get(fn_type)}, regions=1)
+        entry = fn_op.regions[0].blocks.append(*fn_type.inputs)
     tracer = HostTracer(sink, compiler)
     env: dict[str, Any] = {}
     args = iter(entry.arguments)
@@ -374,7 +370,7 @@ def trace_host(src: FunctionSource, fn: Any, params: list[ParamSpec], compiler: 
     tracer.frames.append(Frame(file, env, {**fn.__globals__, **closure_vars(fn)}))
     with ir.InsertionPoint(entry), location(file.range_of(node)):
         tracer.run_recovering(node.body)
-        func.ReturnOp([])
+        ops.create("func.return")
     if tracer.failed:
         return None
     return fn_op, tracer.state

@@ -10,30 +10,24 @@ from __future__ import annotations
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import gpu, math, vector
 
 from dsl.frontend import arith as A
-from dsl.frontend import memory
+from dsl.frontend import memory, ops
 from dsl.frontend.values import DSLTypeError, Scalar, Vector, type_name
 from dsl.language import intrinsics as I
 from dsl.language.types import DType, i32
 
-_DIM = {"x": gpu.Dimension.x, "y": gpu.Dimension.y, "z": gpu.Dimension.z}
-
 
 def _index_to_i32(v: Any) -> Scalar:
-    from mlir.dialects import arith
-
-    return Scalar(arith.index_castui(i32.mlir_type(), v), i32)
+    return Scalar(ops.value("arith.index_castui", i32.mlir_type(), v), i32)
 
 
 def dim3(tracer: Any, which: str, axis: str) -> Scalar:
     """`thread_idx.x` and friends as i32; `block_dim` folds to the known block size."""
     if which == "block_dim" and tracer.block is not None:
         return A.constant(tracer.block["xyz".index(axis)], i32)
-    builder = {"thread_idx": gpu.thread_id, "block_idx": gpu.block_id,
-               "block_dim": gpu.block_dim, "grid_dim": gpu.grid_dim}[which]
-    return _index_to_i32(builder(_DIM[axis]))
+    op = {"thread_idx": "thread_id", "block_idx": "block_id", "block_dim": "block_dim", "grid_dim": "grid_dim"}[which]
+    return _index_to_i32(ops.gpu_dimension(op, axis))
 
 
 def _float(name: str, *values: Any) -> tuple[list[Any], DType]:
@@ -64,12 +58,12 @@ def _wrap(like: Any, value: Any, dtype: DType) -> Any:
     return Vector(value, dtype, like.width) if isinstance(like, Vector) else Scalar(value, dtype)
 
 
-def _unary_math(name: str, op: Any) -> Any:
+def _unary_math(name: str) -> Any:
     def impl(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if len(args) != 1 or kwargs:
             raise DSLTypeError(f"dsl.{name} takes one argument")
         (v,), ty = _float(name, args[0])
-        return _wrap(v, op(v.value), ty)
+        return _wrap(v, ops.same_type(f"math.{name}", v.value), ty)
 
     return impl
 
@@ -85,26 +79,25 @@ def _exp2_based(name: str) -> Any:
     keep the `math` op (lowered through libdevice, correctly rounded).
     """
     def impl(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        from mlir.dialects import arith, llvm
-
         if len(args) != 1 or kwargs:
             raise DSLTypeError(f"dsl.{name} takes one argument")
         (v,), ty = _float(name, args[0])
         if ty.name != "f32":
-            op = math.exp if name == "exp" else math.log
-            return _wrap(v, op(v.value), ty)
+            return _wrap(v, ops.same_type(f"math.{name}", v.value), ty)
         scale = A.constant(LOG2E if name == "exp" else LN2, ty).value
 
         f32 = ty.mlir_type()
 
         def scalar(x: Any) -> Any:
             if name == "exp":
-                return llvm.call_intrinsic(f32, "llvm.nvvm.ex2.approx.ftz.f", [arith.mulf(x, scale)], [], [])
-            return arith.mulf(llvm.call_intrinsic(f32, "llvm.nvvm.lg2.approx.ftz.f", [x], [], []), scale)
+                scaled = ops.same_type("arith.mulf", x, scale)
+                return ops.llvm_call_intrinsic(f32, "llvm.nvvm.ex2.approx.ftz.f", [scaled])
+            log2 = ops.llvm_call_intrinsic(f32, "llvm.nvvm.lg2.approx.ftz.f", [x])
+            return ops.same_type("arith.mulf", log2, scale)
 
         if isinstance(v, Vector):  # the NVVM lowering takes these per lane
-            lanes = [scalar(vector.extract(v.value, [], [k])) for k in range(v.width)]
-            return Vector(vector.from_elements(v.value.type, lanes), ty, v.width)
+            lanes = [scalar(ops.vector_extract(v.value, k)) for k in range(v.width)]
+            return Vector(ops.vector_from_elements(v.value.type, lanes), ty, v.width)
         return Scalar(scalar(v.value), ty)
 
     return impl
@@ -114,13 +107,11 @@ def _fma(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     if len(args) != 3:
         raise DSLTypeError("dsl.fma takes three arguments")
     (a, b, c), ty = _float("fma", *args)
-    return _wrap(a, math.fma(a.value, b.value, c.value), ty)
+    return _wrap(a, ops.same_type("math.fma", a.value, b.value, c.value), ty)
 
 
 def _minmax(kind: str) -> Any:
     def impl(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        from mlir.dialects import arith
-
         if len(args) < 2:
             raise DSLTypeError(f"dsl.{kind} takes at least two arguments")
         if not any(isinstance(a, Scalar | Vector) for a in args):  # compile-time values
@@ -128,15 +119,10 @@ def _minmax(kind: str) -> Any:
         acc = args[0]
         for other in args[1:]:
             x, y, ty = A.common(acc, other, kind)
-            if ty.is_float:
-                fn = arith.minimumf if kind == "min" else arith.maximumf
-            elif ty.is_bool:
+            if ty.is_bool:
                 raise DSLTypeError(f"dsl.{kind} on bool values")
-            elif ty.is_signed:
-                fn = arith.minsi if kind == "min" else arith.maxsi
-            else:
-                fn = arith.minui if kind == "min" else arith.maxui
-            acc = _wrap(x, fn(x.value, y.value), ty)
+            suffix = "imumf" if ty.is_float else "si" if ty.is_signed else "ui"
+            acc = _wrap(x, ops.same_type(f"arith.{kind}{suffix}", x.value, y.value), ty)
         return acc
 
     return impl
@@ -146,9 +132,9 @@ def _abs(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     (v,) = args
     v = A.to_scalar(v) if not isinstance(v, Scalar | Vector) else v
     if v.dtype.is_float:
-        return _wrap(v, math.absf(v.value), v.dtype)
+        return _wrap(v, ops.same_type("math.absf", v.value), v.dtype)
     if v.dtype.is_signed:
-        return _wrap(v, math.absi(v.value), v.dtype)
+        return _wrap(v, ops.same_type("math.absi", v.value), v.dtype)
     return v
 
 
@@ -166,7 +152,8 @@ def _shuffle(mode: str) -> Any:
             raise DSLTypeError(f"shuffle width must be a power of two from 1 to 32, not {width}")
         off = A.cast(A.to_scalar(offset, i32), i32)
         wid = A.cast(A.to_scalar(width, i32), i32)
-        op = gpu.ShuffleOp(value.value, off.value, wid.value, getattr(gpu.ShuffleMode, mode.upper()))
+        op = ops.create("gpu.shuffle", [value.value.type, ir.IntegerType.get_signless(1)],
+                        [value.value, off.value, wid.value], {"mode": ops.parsed(f"#gpu<shuffle_mode {mode}>")})
         return Scalar(op.results[0], value.dtype)
 
     return impl
@@ -175,11 +162,11 @@ def _shuffle(mode: str) -> Any:
 def _barrier(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
     if args or kwargs:
         raise DSLTypeError("dsl.barrier() takes no arguments")
-    gpu.barrier()
+    ops.create("gpu.barrier")
 
 
 def _lane_id(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Scalar:
-    return _index_to_i32(gpu.lane_id())
+    return _index_to_i32(ops.value("gpu.lane_id", ir.IndexType.get()))
 
 
 def _printf(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
@@ -193,7 +180,7 @@ def _printf(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
         if v.dtype.is_float and v.dtype.bits < 64:
             v = A.cast(v, DType("f64", "float", 64))  # C varargs promote floats to double
         values.append(v.value)
-    gpu.printf(args[0], *values)
+    ops.create("gpu.printf", operands=values, attributes={"format": ir.StringAttr.get(args[0])})
 
 
 def _cast(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -211,7 +198,7 @@ def _vector(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Vector:
     if any(s.dtype != dtype for s in scalars):
         raise DSLTypeError("dsl.vector needs scalars of one type")
     ty = ir.VectorType.get([len(args)], dtype.mlir_type())
-    return Vector(vector.from_elements(ty, [s.value for s in scalars]), dtype, len(args))
+    return Vector(ops.vector_from_elements(ty, [s.value for s in scalars]), dtype, len(args))
 
 
 def _cdiv(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -241,13 +228,13 @@ def _shared_allocator(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> A
 IMPLS: dict[Any, Any] = {
     I.exp: _exp2_based("exp"),
     I.log: _exp2_based("log"),
-    I.sqrt: _unary_math("sqrt", math.sqrt),
-    I.rsqrt: _unary_math("rsqrt", math.rsqrt),
-    I.sin: _unary_math("sin", math.sin),
-    I.cos: _unary_math("cos", math.cos),
-    I.tanh: _unary_math("tanh", math.tanh),
-    I.floor: _unary_math("floor", math.floor),
-    I.ceil: _unary_math("ceil", math.ceil),
+    I.sqrt: _unary_math("sqrt"),
+    I.rsqrt: _unary_math("rsqrt"),
+    I.sin: _unary_math("sin"),
+    I.cos: _unary_math("cos"),
+    I.tanh: _unary_math("tanh"),
+    I.floor: _unary_math("floor"),
+    I.ceil: _unary_math("ceil"),
     I.fma: _fma,
     I.minimum: _minmax("min"),
     I.maximum: _minmax("max"),

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import gpu, llvm
 
 from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceRange
-from dsl.frontend import memory
+from dsl.frontend import memory, ops
 from dsl.frontend.intrinsic_ops import IMPLS, dim3
 from dsl.frontend.params import ParamSpec, flatten_params
 from dsl.frontend.source import FunctionSource, location
@@ -163,10 +162,9 @@ class KernelTracer(Tracer):
             alloc.dynamic_bytes = offset + nbytes
             self.dynamic_smem = alloc.dynamic_bytes
             self.declare_dynamic_smem()
-            base = llvm.mlir_addressof(memory.ptr_type(3), DYNAMIC_SMEM_SYMBOL)
+            base = ops.llvm_addressof(memory.ptr_type(3), DYNAMIC_SMEM_SYMBOL)
             if offset:
-                i8 = ir.IntegerType.get_signless(8)
-                base = llvm.getelementptr(memory.ptr_type(3), base, [], [offset], i8, memory.INBOUNDS)
+                base = ops.llvm_gep(memory.ptr_type(3), base, offset, ir.IntegerType.get_signless(8))
             array.ptr = base
             limit = self.target.max_smem_per_block
             if alloc.dynamic_bytes > limit:
@@ -178,9 +176,8 @@ class KernelTracer(Tracer):
             count = nbytes // dtype.nbytes
             array_type = ir.Type.parse(f"!llvm.array<{count} x {dtype.mlir_type()}>")
             with self.module_ip, location(self.range(node)):
-                llvm.GlobalOp(array_type, name, ir.Attribute.parse("#llvm.linkage<internal>"),
-                              alignment=align, addr_space=3)
-            array.ptr = llvm.mlir_addressof(memory.ptr_type(3), name)
+                ops.llvm_global(array_type, name, "internal", alignment=align, addr_space=3)
+            array.ptr = ops.llvm_addressof(memory.ptr_type(3), name)
             self.static_smem += nbytes
             alloc.static_bytes += nbytes
             limit = self.target.static_smem_per_block
@@ -194,8 +191,8 @@ class KernelTracer(Tracer):
 
 def ensure_dynamic_smem_global(module_ip: Any) -> None:
     with module_ip, ir.Location.unknown():
-        llvm.GlobalOp(ir.Type.parse("!llvm.array<0 x i8>"), DYNAMIC_SMEM_SYMBOL,
-                      ir.Attribute.parse("#llvm.linkage<external>"), alignment=16, addr_space=3)
+        ops.llvm_global(ir.Type.parse("!llvm.array<0 x i8>"), DYNAMIC_SMEM_SYMBOL, "external", alignment=16,
+                        addr_space=3)
 
 
 def trace_kernel(
@@ -216,9 +213,12 @@ def trace_kernel(
     fn_type = ir.FunctionType.get([t for _, t in flat], [])
     with location(file.range_of(node)):
         with module_ip:
-            func = gpu.GPUFuncOp(ir.TypeAttr.get(fn_type), sym_name=symbol, kernel=True,
-                                 known_block_size=list(block) if block else None)
-        entry = func.body.blocks.append(*fn_type.inputs)
+            attributes = {"function_type": ir.TypeAttr.get(fn_type), "sym_name": ir.StringAttr.get(symbol),
+                          "gpu.kernel": ir.UnitAttr.get()}
+            if block:
+                attributes["known_block_size"] = ir.DenseI32ArrayAttr.get(list(block))
+            func = ops.create("gpu.func", attributes=attributes, regions=1)
+        entry = func.regions[0].blocks.append(*fn_type.inputs)
     env: dict[str, Any] = {}
     args = iter(entry.arguments)
     for p in params:
@@ -245,9 +245,9 @@ def trace_kernel(
         except DiagnosticError as err:
             sink.add(err.diagnostic)
             ok = False
-        gpu.return_([])
+        ops.create("gpu.return")
     if not ok or tracer.failed:
-        func.operation.erase()
+        func.erase()
         return None
     return TracedKernel(symbol, kfn.kernel_name, params, block, tracer.static_smem,
                         tracer.dynamic_smem, def_range)

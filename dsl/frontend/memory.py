@@ -11,14 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import llvm
 
 from dsl.frontend import arith as A
+from dsl.frontend import ops
 from dsl.frontend.values import DSLTypeError, Scalar, SharedArray, TensorRef, Vector, type_name
 from dsl.language.types import i32, i64
-
-GEP_DYNAMIC = -2147483648  # llvm.getelementptr's marker for "index comes from an operand"
-INBOUNDS = 3  # GEPNoWrapFlags: inbounds | nusw
 
 
 def ptr_type(address_space: int) -> Any:
@@ -67,12 +64,11 @@ def address(ref: Any, index: Any) -> Any:
         if offset == 0:
             return ref.ptr
         offset = A.constant(offset, i32)
-    return llvm.getelementptr(ptr_type(space), ref.ptr, [offset.value], [GEP_DYNAMIC],
-                              ref.dtype.mlir_type(), INBOUNDS)
+    return ops.llvm_gep(ptr_type(space), ref.ptr, offset.value, ref.dtype.mlir_type())
 
 
 def load(ref: Any, index: Any) -> Scalar:
-    return Scalar(llvm.load(ref.dtype.mlir_type(), address(ref, index)), ref.dtype)
+    return Scalar(ops.llvm_load(ref.dtype.mlir_type(), address(ref, index)), ref.dtype)
 
 
 def store(ref: Any, index: Any, value: Any) -> None:
@@ -86,7 +82,7 @@ def store(ref: Any, index: Any, value: Any) -> None:
         raise DSLTypeError(
             f"storing {value.dtype.name} into {type_name(ref)}; cast with dsl.cast(value, dsl.{ref.dtype.name})"
         )
-    llvm.store(value.value, address(ref, index))
+    ops.llvm_store(value.value, address(ref, index))
 
 
 def _vector_width(ref: Any, width: Any) -> int:
@@ -103,7 +99,7 @@ def vload(ref: Any, index: Any, width: Any) -> Vector:
     """A `width`-element vector load; the index must be a multiple of `width` (aligned)."""
     width = _vector_width(ref, width)
     ty = ir.VectorType.get([width], ref.dtype.mlir_type())
-    value = llvm.load(ty, address(ref, index), alignment=width * ref.dtype.nbytes)
+    value = ops.llvm_load(ty, address(ref, index), alignment=width * ref.dtype.nbytes)
     return Vector(value, ref.dtype, width)
 
 
@@ -113,7 +109,7 @@ def vstore(ref: Any, index: Any, value: Any) -> None:
     if value.dtype != ref.dtype:
         raise DSLTypeError(f"storing vector of {value.dtype.name} into {type_name(ref)}")
     _vector_width(ref, value.width)
-    llvm.store(value.value, address(ref, index), alignment=value.width * ref.dtype.nbytes)
+    ops.llvm_store(value.value, address(ref, index), alignment=value.width * ref.dtype.nbytes)
 
 
 _RMW = {
@@ -133,9 +129,7 @@ def atomic(kind: str, ref: Any, index: Any, value: Any) -> Scalar:
         raise DSLTypeError(f"atomic_{kind} is not supported for {ref.dtype.name}")
     if ref.dtype.bits not in (32, 64):
         raise DSLTypeError(f"atomics need 32- or 64-bit elements, not {ref.dtype.name}")
-    bin_op = getattr(llvm.AtomicBinOp, op)
-    result = llvm.AtomicRMWOp(bin_op, address(ref, index), value.value, llvm.AtomicOrdering.monotonic)
-    return Scalar(result.result, ref.dtype)
+    return Scalar(ops.llvm_atomicrmw(op, address(ref, index), value.value), ref.dtype)
 
 
 def atomic_cas(ref: Any, index: Any, compare: Any, value: Any) -> Scalar:
@@ -145,7 +139,4 @@ def atomic_cas(ref: Any, index: Any, compare: Any, value: Any) -> Scalar:
     new = A.to_scalar(value, ref.dtype)
     if cmp.dtype != ref.dtype or new.dtype != ref.dtype:
         raise DSLTypeError(f"atomic_cas operands must be {ref.dtype.name}")
-    order = llvm.AtomicOrdering.monotonic
-    pair = llvm.AtomicCmpXchgOp(address(ref, index), cmp.value, new.value, order, order)
-    old = llvm.extractvalue(ref.dtype.mlir_type(), pair.result, [0])
-    return Scalar(old, ref.dtype)
+    return Scalar(ops.llvm_cmpxchg_old(address(ref, index), cmp.value, new.value), ref.dtype)

@@ -15,10 +15,10 @@ import ast
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import scf
 
 from dsl.diagnostics import SourceRange
 from dsl.frontend import arith as A
+from dsl.frontend import ops
 from dsl.frontend.control_flow import RETURN_NAME, assigned_names
 from dsl.frontend.values import DSLTypeError, DSLUnsupported, Scalar, Vector, type_name
 from dsl.language import intrinsics as I
@@ -80,9 +80,9 @@ class StructuredControlFlow:
         names = assigned_names(stmt.body + stmt.orelse)
         frame = self.frame
         before = dict(frame.env)
-        draft = scf.IfOp(cond.value, [], has_else=True)
+        draft = ops.scf_if(cond.value, [], has_else=True)
         branches = []
-        for block, body in ((draft.then_block, stmt.body), (draft.else_block, stmt.orelse)):
+        for block, body in ((draft.regions[0].blocks[0], stmt.body), (draft.regions[1].blocks[0], stmt.orelse)):
             frame.env = dict(before)
             frame.returned = False
             with ir.InsertionPoint(block):
@@ -102,14 +102,14 @@ class StructuredControlFlow:
         result types are fixed when it is built, so tracing happens in a draft first.
         """
         has_else = bool(yields) or len(blocks[1].operations) > 0
-        final = scf.IfOp(cond.value, [a.value.type for a, _ in yields], has_else=has_else)
-        targets = [final.then_block] + ([final.else_block] if has_else else [])
+        final = ops.scf_if(cond.value, [a.value.type for a, _ in yields], has_else=has_else)
+        targets = [region.blocks[0] for region in list(final.regions)[:1 + has_else]]
         for side, (old, new) in enumerate(zip(blocks, targets)):
             for op in list(old.operations):
                 new.append(op)
             with ir.InsertionPoint(new):
-                scf.yield_([pair[side].value for pair in yields])
-        draft.operation.erase()
+                ops.scf_yield([pair[side].value for pair in yields])
+        draft.erase()
         return [_like(a, result) for (a, _), result in zip(yields, final.results)]
 
     def merge_branches(self, stmt: ast.stmt, names: list[str], before: dict[str, Any],
@@ -247,12 +247,13 @@ class StructuredControlFlow:
         carried = self._carried(stmt.body, {var})
 
         def build(inits: list[Any]) -> tuple[Any, list[Any]]:
-            loop = scf.ForOp(lo.value, hi.value, st.value, [v.value for v in inits])
+            loop = ops.scf_for(lo.value, hi.value, st.value, [v.value for v in inits])
+            body = loop.regions[0].blocks[0]
             frame = self.frame
             saved = dict(frame.env)
-            with ir.InsertionPoint(loop.body):
-                frame.env[var] = Scalar(loop.induction_variable, dtype)
-                for name, init, arg in zip(carried, inits, loop.inner_iter_args):
+            with ir.InsertionPoint(body):
+                frame.env[var] = Scalar(body.arguments[0], dtype)
+                for name, init, arg in zip(carried, inits, list(body.arguments)[1:]):
                     frame.env[name] = _like(init, arg)
                 self.run_guarded(stmt.body, "a run-time loop")
                 outs = [frame.env.get(name) for name in carried]
@@ -261,7 +262,7 @@ class StructuredControlFlow:
             for name in assigned_names(stmt.body):
                 if name not in saved and name != var and name in body_env:
                     frame.undefined[name] = self._assignment_range(stmt, name)
-            return loop, outs, loop.body
+            return loop, outs, body
 
         self._trace_loop(stmt, carried, build)
 
@@ -288,10 +289,10 @@ class StructuredControlFlow:
                         raise self.fail("DSL301", stmt, f"'{name}' changes type inside the loop "
                                         f"({type_name(init)} before, {type_name(out)} after an iteration)")
             if retry:
-                loop.operation.erase()
+                loop.erase()
                 continue
             with ir.InsertionPoint(body):
-                scf.yield_([o.value for o in outs])
+                ops.scf_yield([o.value for o in outs])
             for name, init, result in zip(carried, inits, loop.results):
                 frame.env[name] = _like(init, result)
             return
@@ -351,15 +352,15 @@ class StructuredControlFlow:
 
         def build(inits: list[Any]) -> tuple[Any, list[Any]]:
             types_ = [v.value.type for v in inits]
-            loop = scf.WhileOp(types_, [v.value for v in inits])
-            before = loop.before.blocks.append(*types_)
-            after = loop.after.blocks.append(*types_)
+            loop = ops.scf_while(types_, [v.value for v in inits])
+            before = loop.regions[0].blocks.append(*types_)
+            after = loop.regions[1].blocks.append(*types_)
             saved = dict(frame.env)
             with ir.InsertionPoint(before):
                 for name, init, arg in zip(carried, inits, before.arguments):
                     frame.env[name] = _like(init, arg)
                 test = self.wrap(stmt.test, lambda: A.truth(self.eval(stmt.test)))
-                scf.condition(test.value, list(before.arguments))
+                ops.create("scf.condition", operands=[test.value, *before.arguments])
             frame.env = dict(saved)
             with ir.InsertionPoint(after):
                 for name, init, arg in zip(carried, inits, after.arguments):
@@ -381,20 +382,21 @@ class StructuredControlFlow:
         if self.mode == "host":
             raise DSLUnsupported("a conditional expression on a run-time host value is not supported")
         cond = A.truth(cond)
-        draft = scf.IfOp(cond.value, [], has_else=True)
+        draft = ops.scf_if(cond.value, [], has_else=True)
+        then_block, else_block = draft.regions[0].blocks[0], draft.regions[1].blocks[0]
         values = []
-        for block, expr in ((draft.then_block, node.body), (draft.else_block, node.orelse)):
+        for block, expr in ((then_block, node.body), (else_block, node.orelse)):
             with ir.InsertionPoint(block):
                 values.append(self.eval(expr))
         a, b = values
         if not isinstance(a, Scalar | Vector) and not isinstance(b, Scalar | Vector) and type(a) is type(b) \
                 and _same_python(a, b):
-            draft.operation.erase()
+            draft.erase()
             return a
         dtype = self._join_type(node, "the conditional expression", a, b)
-        with ir.InsertionPoint(draft.then_block):
+        with ir.InsertionPoint(then_block):
             a = self.wrap(node.body, lambda: A.cast(a, dtype))
-        with ir.InsertionPoint(draft.else_block):
+        with ir.InsertionPoint(else_block):
             b = self.wrap(node.orelse, lambda: A.cast(b, dtype))
-        (result,) = self._rebuild_if(cond, draft, [draft.then_block, draft.else_block], [(a, b)])
+        (result,) = self._rebuild_if(cond, draft, [then_block, else_block], [(a, b)])
         return result

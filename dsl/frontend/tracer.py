@@ -26,6 +26,7 @@ from mlir import ir
 
 from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceRange
 from dsl.frontend import arith as A
+from dsl.frontend import ops
 from dsl.frontend.control_flow import RETURN_NAME, assigned_names, fold_early_returns
 from dsl.frontend.source import SourceFile, function_source, location
 from dsl.frontend.structured import LoopSignal, StructuredControlFlow
@@ -358,9 +359,7 @@ class Tracer(StructuredControlFlow):
         if isinstance(base, Vector):
             if not isinstance(index, int) or not 0 <= index < base.width:
                 raise self.fail("DSL301", node.slice, f"vector lane {index!r} out of range 0..{base.width - 1}")
-            from mlir.dialects import vector
-
-            return Scalar(vector.extract(base.value, [], [index]), base.dtype)
+            return Scalar(ops.vector_extract(base.value, index), base.dtype)
         if isinstance(base, Scalar):
             raise DSLTypeError(f"{type_name(base)} is not indexable")
         try:
