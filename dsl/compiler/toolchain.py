@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from dsl.compiler.artifacts import Resources
@@ -111,32 +112,47 @@ _PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) b
 _USED = re.compile(r"Used (\d+) registers(?:, used \d+ barriers)?(?:, (\d+) bytes smem)?")
 
 
+# The CUDA driver's PTX compiler logs one line per kernel instead, without spill figures.
+_DRIVER_FUNC = re.compile(r"Function properties for '([^']+)'")
+_DRIVER_USED = re.compile(r"used (\d+) registers, used \d+ barriers, (\d+) stack, (\d+) bytes smem")
+
+
 def parse_ptxas_info(text: str) -> dict[str, Resources]:
-    """Per-kernel resources from `ptxas -v` output."""
+    """Per-kernel resources from `ptxas -v` output, or from the driver's verbose JIT log."""
     out: dict[str, Resources] = {}
     current = None
     for line in text.splitlines():
-        if m := _FUNC.search(line):
+        if m := _FUNC.search(line) or _DRIVER_FUNC.search(line):
             current = out.setdefault(m.group(1), Resources())
         elif current is not None and (m := _PROPS.search(line)):
             current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
         elif current is not None and (m := _USED.search(line)):
             current.registers = int(m.group(1))
             current.static_smem = int(m.group(2) or 0)
+        elif current is not None and (m := _DRIVER_USED.search(line)):
+            current.registers, current.stack_bytes, current.static_smem = map(int, m.groups())
     return out
 
 
-def assemble(ptx: str, arch: str) -> tuple[bytes, dict[str, Resources], str]:
-    """Runs ptxas: returns (cubin, resources per kernel, ptxas log)."""
+def assemble(ptx: str, arch: str, while_running: Callable[[], None] | None = None
+             ) -> tuple[bytes, dict[str, Resources], str]:
+    """Runs ptxas: returns (cubin, resources per kernel, ptxas log).
+
+    `while_running` is called once ptxas has started, to use the time its process takes.
+    """
     path = ptxas_path()
     if path is None:
         raise ToolError("ptxas not found (install nvidia-cuda-nvcc or set KDSL_PTXAS)")
     with tempfile.TemporaryDirectory(prefix="kdsl-") as tmp:
         src, dst = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
         src.write_text(ptx)
-        proc = subprocess.run([path, f"-arch={arch}", "-O3", "-v", "-lineinfo", str(src), "-o", str(dst)],
-                              capture_output=True, text=True)
-        log = proc.stdout + proc.stderr
+        proc = subprocess.Popen([path, f"-arch={arch}", "-O3", "-v", "-lineinfo", str(src), "-o", str(dst)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            if while_running is not None:
+                while_running()
+        finally:
+            log, _ = proc.communicate()
         if proc.returncode != 0:
             raise ToolError(log.strip())
         return dst.read_bytes(), parse_ptxas_info(log), log

@@ -11,6 +11,7 @@ way round. When a context is already current on the calling thread it is used as
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -210,6 +211,32 @@ def current_context(device: int | None = None) -> Context:
         _contexts[key] = ctx
     _tls.ctx = ctx
     return ctx
+
+
+_COMPUTE_CAPABILITY_MAJOR, _COMPUTE_CAPABILITY_MINOR = 75, 76  # CUdevice_attribute values
+
+
+def current_arch() -> str | None:
+    """The architecture (`sm_90`) of the current context's device (device 0 when no context
+    is current), read from libcuda directly in well under a millisecond; None if that fails.
+
+    A first call needs only this before it compiles, so importing cuda-bindings (~15 ms) can
+    wait for the time ptxas runs. Failures are not reported here: `current_context()`, which
+    every launch goes through, reports them.
+    """
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    ctx, dev, major, minor = ctypes.c_void_p(), ctypes.c_int(0), ctypes.c_int(), ctypes.c_int()
+    if lib.cuInit(0) or lib.cuCtxGetCurrent(ctypes.byref(ctx)):
+        return None
+    if lib.cuCtxGetDevice(ctypes.byref(dev)) if ctx.value else lib.cuDeviceGet(ctypes.byref(dev), 0):
+        return None
+    if (lib.cuDeviceGetAttribute(ctypes.byref(major), _COMPUTE_CAPABILITY_MAJOR, dev)
+            or lib.cuDeviceGetAttribute(ctypes.byref(minor), _COMPUTE_CAPABILITY_MINOR, dev)):
+        return None
+    return f"sm_{major.value}{minor.value}"
 
 
 def synchronize() -> None:

@@ -153,12 +153,14 @@ def specialization(jit_fn: Any, *args: Any, **kwargs: Any) -> _Specialization:
 
 def _specialize(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Specialization:
     from dsl.compiler.targets import TARGETS
-    from dsl.runtime.driver import current_context
+    from dsl.runtime.driver import current_arch, current_context
 
-    ctx = current_context()
+    # The architecture straight from libcuda: cuda-bindings then loads while ptxas runs.
+    arch = current_arch() or current_context().arch
     if state.target is None:
-        state.target = ctx.arch if ctx.arch in TARGETS else None
-    entry, from_disk, runtime_names = compile_entry(jit_fn, args, kwargs, state.target)
+        state.target = arch if arch in TARGETS else None
+    entry, from_disk, runtime_names = compile_entry(jit_fn, args, kwargs, state.target, run_time=True)
+    current_context()  # raises here if the GPU cannot be used (nothing was launched yet)
     for d in entry.diagnostics:
         _warn(d)
     namespace: dict[str, Any] = {}
@@ -202,10 +204,35 @@ def _plan(state: _JitState, args: tuple, kwargs: dict, runtime_names: list[str])
     return None, plan
 
 
-def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None) -> tuple[Any, bool, list[str]]:
+def _load_driver() -> None:
+    """Loads cuda-bindings and the context while ptxas runs; a failure is reported by the
+    `current_context()` call that follows the compile, not from inside the compiler."""
+    from dsl.runtime.driver import DriverError, NoGPUError, current_context
+
+    try:
+        current_context()
+    except (DriverError, NoGPUError):
+        pass
+
+
+def _run_time_options(target: str | None) -> Any:
+    """How a program's first call compiles: no IR views; the toolkit's ptxas, while the
+    driver bindings load, unless the driver's own PTX compiler is wanted."""
+    from dsl.compiler.build_options import BuildOptions
+    from dsl.compiler.targets import get_target
+    from dsl.runtime import driver_assembler
+
+    if driver_assembler.wanted(get_target(target).name):
+        return BuildOptions(views=False, assembler=driver_assembler.assemble)
+    return BuildOptions(views=False, while_assembling=_load_driver)
+
+
+def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None, run_time: bool = False
+                  ) -> tuple[Any, bool, list[str]]:
     """(disk-cache entry, whether it came from disk, launcher parameter names) for a call.
 
-    Needs no GPU: compiles to cubin on a miss and stores the result on disk.
+    Compiles to cubin on a miss and stores the result on disk. Needs no GPU unless
+    `run_time` (a program's own call, on the GPU that will run it: see `_run_time_options`).
     """
     from dsl.compiler import cache, disk_cache
     from dsl.compiler.specs import resolve_params
@@ -229,8 +256,10 @@ def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None) ->
         if entry is not None:
             return entry, True, runtime_names
         from dsl.compiler.api import compile_function  # loads MLIR: only on a cache miss
+        from dsl.compiler.build_options import BuildOptions
 
-        compiled, diags = compile_function(jit_fn, args, kwargs, target, until="cubin")
+        options = _run_time_options(target) if run_time else BuildOptions(views=False)
+        compiled, diags = compile_function(jit_fn, args, kwargs, target, until="cubin", options=options)
         errors = [d for d in diags if d.is_error]
         if errors or compiled is None:
             raise CompileError(errors or diags)

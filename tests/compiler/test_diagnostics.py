@@ -401,3 +401,22 @@ def k(x: Tensor[f32], n: int = 3):
         dsl.compile(mod.k)
     assert [w.category.__name__ for w in caught] == ["DiagnosticWarning"]
     assert "DSL102" in str(caught[0].message)
+
+
+def test_resources_read_from_ptxas_and_from_the_drivers_jit_log():
+    """Both assemblers' logs give the same figures (the driver's has no spill counts)."""
+    from dsl.compiler.toolchain import parse_ptxas_info
+
+    ptxas = ("ptxas info    : Compiling entry function 'softmax' for 'sm_90'\n"
+             "ptxas info    : Function properties for softmax\n"
+             "    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+             "ptxas info    : Used 32 registers, used 1 barriers, 1152 bytes smem, 572 bytes cmem[0]\n")
+    driver = ("info    : 0 bytes gmem\n"
+              "info    : Function properties for 'softmax':\n"
+              "info    : used 38 registers, used 1 barriers, 16 stack, 1152 bytes smem, 572 bytes cmem[0], "
+              "0 bytes lmem\n")
+    from_ptxas, from_driver = parse_ptxas_info(ptxas)["softmax"], parse_ptxas_info(driver)["softmax"]
+    assert (from_ptxas.registers, from_ptxas.static_smem, from_ptxas.stack_bytes) == (32, 1152, 16)
+    assert (from_ptxas.spill_stores, from_ptxas.spill_loads) == (8, 4)
+    assert (from_driver.registers, from_driver.static_smem, from_driver.stack_bytes) == (38, 1152, 16)
+    assert (from_driver.spill_stores, from_driver.spill_loads) == (0, 0)

@@ -396,3 +396,48 @@ def test_run_time_block_breaking_known_block_size_is_refused(torch, tmp_path):
     torch.cuda.synchronize()
     assert info.value.diagnostic.code == "DSL202" and info.value.diagnostic.range.line == 10
     assert float(bad.sum()) == 0.0
+
+
+def test_driver_assembler_gives_a_loadable_cubin_and_ptxas_figures(gpu):
+    """The in-process assembler (run-time compiles) yields a cubin the driver loads and the
+    register and spill figures of `ptxas -v`; broken PTX is a ToolError carrying the log."""
+    import dsl
+    from dsl.compiler.toolchain import ToolError, ptxas_path
+    from dsl.runtime import driver_assembler
+    from dsl.runtime.driver import current_context
+    from dsl.runtime.module import ModuleImage
+    from examples.softmax import run_softmax
+
+    arch = current_context().arch
+    compiled = dsl.compile(run_softmax, dsl.TensorSpec("f32", (4, 1024)), dsl.TensorSpec("f32", (4, 1024)),
+                           target=arch)
+    symbol = compiled.kernels[0].symbol
+    cubin, resources, log = driver_assembler.assemble(compiled.stages["ptx"], arch)
+    assert cubin[:4] == b"\x7fELF"
+    assert resources[symbol].registers > 0 and resources[symbol].spill_stores == 0, log
+    if ptxas_path() is not None:  # static shared memory is the PTX's, whichever ptxas assembles it
+        assert resources[symbol].static_smem == compiled.kernels[0].resources.static_smem > 0
+    image = ModuleImage(cubin, None)
+    assert image.function(current_context(), symbol).address != 0
+    assert image.loaded_from[current_context().key] == "cubin"
+    with pytest.raises(ToolError, match="PTX compiler"):
+        driver_assembler.assemble(compiled.stages["ptx"].replace("ret;", "bogus_instruction;"), arch)
+
+
+@pytest.mark.parametrize("assembler", ["driver", "ptxas"])
+def test_first_call_compiles_with_either_assembler(torch, assembler):
+    """A cold process without a disk cache compiles at its first call with the chosen assembler."""
+    code = ("import sys; sys.path.insert(0, 'examples'); import torch;"
+            "from examples.softmax import run_softmax;"
+            "x = torch.randn(64, 1024, device='cuda'); y = torch.empty_like(x); run_softmax(x, y);"
+            "torch.cuda.synchronize(); print(bool(torch.allclose(y, torch.softmax(x, -1), atol=1e-6)))")
+    env = dict(os.environ, KDSL_NO_DISK_CACHE="1", KDSL_ASSEMBLER=assembler)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
+    assert proc.stdout.strip() == "True", proc.stderr
+
+
+def test_quick_architecture_query_agrees_with_the_context(gpu):
+    from dsl.runtime.driver import current_arch, current_context
+
+    assert current_arch() == current_context().arch

@@ -27,3 +27,8 @@ def test_jit_call_raises_no_gpu(no_gpu):
 
     with pytest.raises(NoGPUError, match="running them needs an NVIDIA GPU"):
         run_saxpy(Arr(), Arr(), 2.0)
+
+
+def test_no_architecture_without_a_gpu(no_gpu):
+    """The quick libcuda query a first call compiles by finds nothing, and says nothing."""
+    assert driver.current_arch() is None
