@@ -301,9 +301,12 @@ print(dt)
 }
 
 
+BUILD = "import sys; from dsl.cli_build import main; sys.exit(main(sys.argv[1:]))"  # `kdsl build FILE`
+
+
 def first_call_suite(results, quick):
     out = {}
-    runs = 2 if quick else 3
+    runs = 2 if quick else 5
     with tempfile.TemporaryDirectory() as tmp:
         def child(name, env_extra):
             times = []
@@ -322,8 +325,19 @@ def first_call_suite(results, quick):
 
         out["kdsl (compile: trace, lower, PTX, ptxas, load)"] = child(
             "kdsl", lambda i: {"KDSL_NO_DISK_CACHE": "1"})
+        out["kdsl (compile, the driver's PTX compiler)"] = child(
+            "kdsl", lambda i: {"KDSL_NO_DISK_CACHE": "1", "KDSL_ASSEMBLER": "driver"})
         warm_dir = os.path.join(tmp, "kdsl")
         out["kdsl (disk cache hit)"] = child("kdsl", lambda i: {"KDSL_CACHE_DIR": warm_dir})
+        built_dir = os.path.join(tmp, "kdsl-built")  # written ahead of time, as a deployment would
+        build = subprocess.run([sys.executable, "-c", BUILD, os.path.join(ROOT, "examples", "vector_add.py")],
+                               cwd=ROOT, capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, KDSL_CACHE_DIR=built_dir, PYTHONPATH=os.pathsep.join(
+                                   p for p in (ROOT, os.path.join(ROOT, "examples"), os.environ.get("PYTHONPATH"))
+                                   if p)))
+        out["kdsl (cache written by `kdsl build`)"] = (
+            child("kdsl", lambda i: {"KDSL_CACHE_DIR": built_dir}) if build.returncode == 0
+            else {"error": build.stdout[-1000:] + build.stderr[-1000:]})
         out["triton (empty cache)"] = child("triton", lambda i: {"TRITON_CACHE_DIR": os.path.join(tmp, f"tr{i}")})
         out["cupy RawKernel (empty cache)"] = child("cupy", lambda i: {"CUPY_CACHE_DIR": os.path.join(tmp, f"cp{i}")})
     results["first_call"] = out
