@@ -82,7 +82,7 @@ def i32_attr(n: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), n)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=128)  # a few attributes per context, bounded as threads come and go
 def _parsed_attribute(text: str, context: Any) -> ir.Attribute:
     return ir.Attribute.parse(text, context)
 
