@@ -1,8 +1,9 @@
 """The compiler pipeline as a table of named stages: traced -> lowered -> llvm -> ptx -> sass.
 
 Each stage is a function of the `Build` state that sets its text (and source map). The IR
-views, the `kdsl ir` command and the cache read the same names. Failures inside MLIR or
-the tools become DSL401 / DSL402 diagnostics at the Python range of the failing op.
+views, the `kdsl ir` command and the cache read the same names; a program's first call
+builds with `BuildOptions(views=False)` and keeps only the PTX and cubin. Failures inside
+MLIR or the tools become DSL401 / DSL402 diagnostics at the Python range of the failing op.
 """
 
 from __future__ import annotations

@@ -32,3 +32,16 @@ def test_jit_call_raises_no_gpu(no_gpu):
 def test_no_architecture_without_a_gpu(no_gpu):
     """The quick libcuda query a first call compiles by finds nothing, and says nothing."""
     assert driver.current_arch() is None
+
+
+def test_a_run_time_compile_defers_the_gpu_error_to_the_launch(no_gpu, monkeypatch, tmp_path):
+    """The driver bindings load while ptxas runs; without a GPU that fails quietly there and
+    the compile still completes (the launch then raises NoGPUError, as tested above)."""
+    np = pytest.importorskip("numpy")
+    from dsl.runtime.jit_call import compile_entry
+    from examples.saxpy import run_saxpy
+
+    monkeypatch.setenv("KDSL_CACHE_DIR", str(tmp_path))
+    x = np.zeros(64, np.float32)
+    entry, from_disk, names = compile_entry(run_saxpy, (x, x, 2.0), {}, "sm_90", run_time=True)
+    assert not from_disk and entry.cubin[:4] == b"\x7fELF" and names == ["x", "y", "a"]
