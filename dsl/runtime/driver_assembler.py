@@ -7,7 +7,8 @@ the ptxas process on a small kernel, H200 host). It is not the default because i
 can be slower: with driver 580 the softmax example ran at 3.84 TB/s against 4.00-4.04
 with the toolkit's ptxas 13 (`benchmarks/RESULTS.md`). Its verbose log gives registers,
 shared memory and the stack frame; spill figures, which it lacks, come from the toolkit's
-ptxas when a kernel has a stack frame and ptxas is there.
+ptxas when a kernel has a stack frame and ptxas is there. Its cubins go into the disk cache
+under the same keys as ptxas' (one cubin per specialization, whichever built it first).
 """
 
 from __future__ import annotations
