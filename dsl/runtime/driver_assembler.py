@@ -20,18 +20,18 @@ from dsl.compiler.artifacts import Resources
 from dsl.compiler.targets import TARGETS, get_target
 from dsl.compiler.toolchain import ToolError, parse_ptxas_info, ptxas_path
 from dsl.compiler.toolchain import assemble as assemble_with_ptxas
-from dsl.runtime.driver import current_arch, driver, error_text
+from dsl.runtime.driver import driver, error_text
 
 LOG_BYTES = 1 << 16
 
 
-def wanted(arch: str) -> bool:
-    """Whether a run-time compile for `arch` uses the driver's compiler: when asked to
-    (`KDSL_ASSEMBLER=driver`) or when the toolkit's ptxas is missing, for this GPU only."""
+def wanted(target: str, gpu_arch: str) -> bool:
+    """Whether a run-time compile for `target` on a `gpu_arch` GPU uses the driver's compiler:
+    when asked to (`KDSL_ASSEMBLER=driver`) or when the toolkit's ptxas is missing, and only
+    for the GPU's own architecture (the driver compiles for nothing else)."""
     if os.environ.get("KDSL_ASSEMBLER", "ptxas") != "driver" and ptxas_path() is not None:
         return False
-    arch_here = current_arch()
-    return arch_here is not None and arch_here == arch
+    return target == gpu_arch
 
 
 def assemble(ptx: str, arch: str) -> tuple[bytes, dict[str, Resources], str]:

@@ -159,7 +159,7 @@ def _specialize(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Sp
     arch = current_arch() or current_context().arch
     if state.target is None:
         state.target = arch if arch in TARGETS else None
-    entry, from_disk, runtime_names = compile_entry(jit_fn, args, kwargs, state.target, run_time=True)
+    entry, from_disk, runtime_names = compile_entry(jit_fn, args, kwargs, state.target, gpu_arch=arch)
     current_context()  # raises here if the GPU cannot be used (nothing was launched yet)
     for d in entry.diagnostics:
         _warn(d)
@@ -215,24 +215,25 @@ def _load_driver() -> None:
         pass
 
 
-def _run_time_options(target: str | None) -> Any:
+def _run_time_options(target: str | None, gpu_arch: str) -> Any:
     """How a program's first call compiles: no IR views; the toolkit's ptxas, while the
     driver bindings load, unless the driver's own PTX compiler is wanted."""
     from dsl.compiler.build_options import BuildOptions
     from dsl.compiler.targets import get_target
     from dsl.runtime import driver_assembler
 
-    if driver_assembler.wanted(get_target(target).name):
+    if driver_assembler.wanted(get_target(target).name, gpu_arch):
         return BuildOptions(views=False, assembler=driver_assembler.assemble)
     return BuildOptions(views=False, while_assembling=_load_driver)
 
 
-def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None, run_time: bool = False
+def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None, gpu_arch: str | None = None
                   ) -> tuple[Any, bool, list[str]]:
     """(disk-cache entry, whether it came from disk, launcher parameter names) for a call.
 
-    Compiles to cubin on a miss and stores the result on disk. Needs no GPU unless
-    `run_time` (a program's own call, on the GPU that will run it: see `_run_time_options`).
+    Compiles to cubin on a miss and stores the result on disk; needs no GPU. `gpu_arch` is
+    given when a program compiles at its own call: the GPU that will run it (see
+    `_run_time_options`).
     """
     from dsl.compiler import cache, disk_cache
     from dsl.compiler.specs import resolve_params
@@ -258,7 +259,7 @@ def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None, ru
         from dsl.compiler.api import compile_function  # loads MLIR: only on a cache miss
         from dsl.compiler.build_options import BuildOptions
 
-        options = _run_time_options(target) if run_time else BuildOptions(views=False)
+        options = _run_time_options(target, gpu_arch) if gpu_arch else BuildOptions(views=False)
         compiled, diags = compile_function(jit_fn, args, kwargs, target, until="cubin", options=options)
         errors = [d for d in diags if d.is_error]
         if errors or compiled is None:

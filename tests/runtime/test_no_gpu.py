@@ -43,5 +43,5 @@ def test_a_run_time_compile_defers_the_gpu_error_to_the_launch(no_gpu, monkeypat
 
     monkeypatch.setenv("KDSL_CACHE_DIR", str(tmp_path))
     x = np.zeros(64, np.float32)
-    entry, from_disk, names = compile_entry(run_saxpy, (x, x, 2.0), {}, "sm_90", run_time=True)
+    entry, from_disk, names = compile_entry(run_saxpy, (x, x, 2.0), {}, "sm_90", gpu_arch="sm_90")
     assert not from_disk and entry.cubin[:4] == b"\x7fELF" and names == ["x", "y", "a"]
