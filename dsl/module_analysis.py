@@ -64,7 +64,11 @@ def run_module(source: str, path: str) -> tuple[dict[str, Any], list[Diagnostic]
     modules_before = set(sys.modules)
     try:
         for stmt in tree.body:
-            code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", dont_inherit=True)
+            try:
+                code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", dont_inherit=True)
+            except SyntaxError as err:  # parses, but Python refuses it (`break` outside a loop, ...)
+                diagnostics.append(Diagnostic.make("DSL003", f"syntax error: {err.msg}", _syntax_range(path, err)))
+                continue
             try:
                 exec(code, namespace)
             except CompileError as err:
@@ -90,6 +94,13 @@ def _forget_user_modules(before: set[str]) -> None:
         path = getattr(sys.modules[name], "__file__", None) or ""
         if path and not any(part in path for part in ("site-packages", "/lib/python", "dist-packages")):
             del sys.modules[name]
+
+
+def _syntax_range(path: str, err: SyntaxError) -> SourceRange:
+    line = err.lineno or 1
+    col = max((err.offset or 1) - 1, 0)
+    end = (err.end_offset or col + 2) - 1 if (err.end_lineno or line) == line else col + 1
+    return SourceRange(path, line, col, line, max(end, col + 1))
 
 
 def _statement_range(file: SourceFile, stmt: ast.stmt, err: Exception) -> SourceRange:

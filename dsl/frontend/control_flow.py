@@ -1,9 +1,16 @@
 """AST facts the tracer needs before it traces a statement.
 
 * Which names a block assigns (the candidates for `scf.if` results and loop-carried values).
+* Which exits (`break`, `continue`, `return`) a loop body can take: a run-time loop that can
+  be left early becomes an `scf.while` that carries exit flags.
 * Early returns folded into `else` branches, so `if i >= n: return` followed by the rest of
-  the kernel becomes one two-way `if` whose every path ends once: tracing then needs no
-  unstructured control flow.
+  the kernel becomes one two-way `if` whose every path ends once (no flag is needed there).
+
+The exit flags are ordinary names of the tracer's environment (`RETURN_FLAG`, `BREAK_FLAG`,
+`CONTINUE_FLAG`): a compile-time `True` after a statement means every path left, a run-time
+i1 means some paths may have, and the rest of the block is then traced under `if not flag`.
+Because they are names, the machinery that merges branches and carries loop values carries
+them too.
 """
 
 from __future__ import annotations
@@ -31,7 +38,33 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
     return list(seen)
 
 
-RETURN_NAME = "__return__"
+RETURN_NAME = "__return__"  # the value a helper returns
+RETURN_FLAG = "__returned__"  # the function has returned
+BREAK_FLAG = "__break__"  # the innermost loop was left with `break`
+CONTINUE_FLAG = "__continue__"  # the rest of this iteration is skipped
+EXIT_FLAGS = (RETURN_FLAG, BREAK_FLAG, CONTINUE_FLAG)
+
+
+def loop_exits(body: list[ast.stmt]) -> set[str]:
+    """The exits a loop body can take: 'break'/'continue' of this loop, and 'return'."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST, nested_loop: bool) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            return
+        if isinstance(node, ast.Return):
+            found.add("return")
+        elif isinstance(node, ast.Break) and not nested_loop:
+            found.add("break")
+        elif isinstance(node, ast.Continue) and not nested_loop:
+            found.add("continue")
+        inner = nested_loop or isinstance(node, ast.For | ast.While | ast.AsyncFor)
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner)
+
+    for stmt in body:
+        visit(stmt, False)
+    return found
 
 
 def _terminates(stmts: list[ast.stmt]) -> bool:

@@ -27,9 +27,17 @@ from mlir import ir
 from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceRange
 from dsl.frontend import arith as A
 from dsl.frontend import ops
-from dsl.frontend.control_flow import RETURN_NAME, assigned_names, fold_early_returns
+from dsl.frontend.control_flow import (
+    BREAK_FLAG,
+    CONTINUE_FLAG,
+    EXIT_FLAGS,
+    RETURN_FLAG,
+    RETURN_NAME,
+    assigned_names,
+    fold_early_returns,
+)
 from dsl.frontend.source import SourceFile, function_source, location
-from dsl.frontend.structured import LoopSignal, StructuredControlFlow
+from dsl.frontend.structured import StructuredControlFlow
 from dsl.frontend.values import (
     BoundMethod,
     DSLTypeError,
@@ -59,7 +67,25 @@ class Frame:
     globals: dict[str, Any]
     call_loc: Any = None  # caller location for callsite nesting
     undefined: dict[str, SourceRange] = field(default_factory=dict)  # DSL303 candidates
-    returned: bool = False
+    undefined_why: dict[str, str] = field(default_factory=dict)  # a message other than DSL303's usual one
+    loops: list[str] = field(default_factory=list)  # "static" / "dynamic", innermost last
+    # per enclosing statement: can anything after it read the exit flags? (statements follow
+    # it, or a loop re-tests them); flags nobody reads are not merged into `scf.if` results
+    tail: list[bool] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.env.setdefault(RETURN_FLAG, False)
+
+    def exited(self) -> bool:
+        """Every path through the statements traced so far left the block (a flag is True)."""
+        return any(self.env.get(flag) is True for flag in EXIT_FLAGS)
+
+    def pending_exits(self) -> list[str]:
+        """The exit flags that hold run-time values: some paths may have left."""
+        return [flag for flag in EXIT_FLAGS if isinstance(self.env.get(flag), Scalar)]
+
+    def flags_read_later(self) -> bool:
+        return any(self.tail)
 
 
 def closure_vars(fn: types.FunctionType) -> dict[str, Any]:
@@ -112,12 +138,10 @@ class Tracer(StructuredControlFlow):
             return value
         if name in frame.undefined:
             where = frame.undefined[name]
-            raise self.fail(
-                "DSL303", node,
+            why = frame.undefined_why.get(name) or (
                 f"'{name}' is defined on only one path of the dynamic control flow at line "
-                f"{where.line}; define it before the branch or loop",
-                related=[self._related(where, f"'{name}' is assigned here")],
-            )
+                f"{where.line}; define it before the branch or loop")
+            raise self.fail("DSL303", node, why, related=[self._related(where, f"'{name}' is assigned here")])
         if name in frame.globals:
             return frame.globals[name]
         if hasattr(builtins, name):
@@ -132,10 +156,23 @@ class Tracer(StructuredControlFlow):
 
     # ----- statements -------------------------------------------------------------------
     def run_block(self, stmts: list[ast.stmt]) -> None:
-        for stmt in fold_early_returns(stmts):
-            if self.frame.returned:
+        """Traces statements in order; after one that may have left the block on some run-time
+        paths (a `return`/`break`/`continue` under a run-time `if`), the rest runs under
+        `if not flag`, so it executes exactly when Python would execute it."""
+        stmts = fold_early_returns(stmts)
+        for index, stmt in enumerate(stmts):
+            if self.frame.exited():
                 return
-            self.visit_stmt(stmt)
+            rest = stmts[index + 1:]
+            self.frame.tail.append(bool(rest))
+            try:
+                self.visit_stmt(stmt)
+            finally:
+                self.frame.tail.pop()
+            pending = self.frame.pending_exits()
+            if pending and rest:
+                self.guard_rest(rest, pending)
+                return
 
     def run_recovering(self, stmts: list[ast.stmt]) -> None:
         """Runs a function's top-level statements, reporting each failing one and going on.
@@ -143,9 +180,14 @@ class Tracer(StructuredControlFlow):
         A failed statement's names are poisoned so later uses stay quiet: one mistake is
         reported once, and independent mistakes further down are reported too.
         """
-        for stmt in fold_early_returns(stmts):
-            if self.frame.returned:
+        stmts = fold_early_returns(stmts)
+        for index, stmt in enumerate(stmts):
+            if self.frame.exited():
                 return
+            if self.frame.pending_exits():
+                self.guard_rest(stmts[index:], self.frame.pending_exits())
+                return
+            self.frame.tail.append(index + 1 < len(stmts))
             try:
                 self.visit_stmt(stmt)
             except DiagnosticError as err:
@@ -157,9 +199,8 @@ class Tracer(StructuredControlFlow):
                 self.failed = True
                 for name in assigned_names([stmt]):
                     self.frame.env[name] = POISON
-            except LoopSignal as sig:
-                self.sink.add(Diagnostic.make("DSL302", "'break'/'continue' outside a loop", self.range(sig.node)))
-                self.failed = True
+            finally:
+                self.frame.tail.pop()
 
     def visit_stmt(self, stmt: ast.stmt) -> None:
         method = getattr(self, f"stmt_{type(stmt).__name__}", None)
@@ -171,7 +212,7 @@ class Tracer(StructuredControlFlow):
             except (DSLTypeError, DSLUnsupported) as err:
                 code = "DSL301" if isinstance(err, DSLTypeError) else "DSL302"
                 raise self.fail(code, stmt, str(err)) from None
-            except (DiagnosticError, LoopSignal, _Cascade):
+            except (DiagnosticError, _Cascade):
                 raise
             except Exception as err:  # a compiler bug: still point at the user's statement
                 raise self.fail("DSL402", stmt, f"internal error while tracing this statement: "
@@ -223,17 +264,59 @@ class Tracer(StructuredControlFlow):
             for elt, item in zip(target.elts, value):
                 self.assign(elt, item)
         elif isinstance(target, ast.Subscript):
-            self.store_subscript(target, value)
+            container = self._per_thread_list(target.value)
+            if container is None:
+                self.store_subscript(target, value)
+                return
+            index = self.eval(target.slice)
+            self._check_list_index(target.slice, container, index)
+            if isinstance(container, tuple):
+                raise self.fail("DSL301", target, "a tuple cannot be assigned into; use a list")
+            container[index] = value
         else:
             raise self.fail("DSL302", target, f"assignment to '{_describe(target)}' is not supported")
+
+    def _per_thread_list(self, node: ast.expr) -> list[Any] | tuple[Any, ...] | None:
+        """The list or tuple `node` names (`acc`, `tiles[i]`), when it is one; else None."""
+        root = node
+        while isinstance(root, ast.Subscript):
+            root = root.value
+        if not isinstance(root, ast.Name) or not isinstance(self.frame.env.get(root.id), list | tuple):
+            return None
+        value = self.eval(node)
+        return value if isinstance(value, list | tuple) else None
+
+    def _check_list_index(self, node: ast.AST, container: Any, index: Any) -> None:
+        if isinstance(index, Scalar | Vector):
+            raise self.fail("DSL301", node, "a per-thread list is indexed with compile-time ints (loop with "
+                            "dsl.static_range to index it from a loop)")
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise self.fail("DSL301", node, f"a list index must be an int, not {type_name(index)}")
+        if not -len(container) <= index < len(container):
+            raise self.fail("DSL301", node, f"index {index} is out of range for a list of {len(container)}")
 
     def store_subscript(self, target: ast.Subscript, value: Any) -> None:
         raise self.fail("DSL302", target, "item assignment is not supported here")
 
     def stmt_Return(self, stmt: ast.Return) -> None:
+        frame = self.frame
         if stmt.value is not None:
-            self.frame.env[RETURN_NAME] = self.eval(stmt.value)
-        self.frame.returned = True
+            if "dynamic" in frame.loops:
+                raise self.fail("DSL302", stmt, "'return' with a value inside a run-time loop is not supported; "
+                                "assign the value to a name, 'break', and return it after the loop")
+            frame.env[RETURN_NAME] = self.eval(stmt.value)
+        frame.env[RETURN_FLAG] = True
+
+    def stmt_Break(self, stmt: ast.Break) -> None:
+        self._loop_exit(stmt, BREAK_FLAG, "break")
+
+    def stmt_Continue(self, stmt: ast.Continue) -> None:
+        self._loop_exit(stmt, CONTINUE_FLAG, "continue")
+
+    def _loop_exit(self, stmt: ast.stmt, flag: str, word: str) -> None:
+        if not self.frame.loops:
+            raise self.fail("DSL302", stmt, f"'{word}' outside a loop")
+        self.frame.env[flag] = True
 
     def stmt_Assert(self, stmt: ast.Assert) -> None:
         cond = self.eval(stmt.test)
@@ -310,6 +393,9 @@ class Tracer(StructuredControlFlow):
         return a and b
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        """`and` / `or` short-circuit as in Python: on a run-time left side, the right side is
+        traced in a branch when it reads memory or may trap (`i < n and x[i] > 0` must not load
+        `x[i]` out of bounds); when it is plain arithmetic it is computed beside the left."""
         op = type(node.op).__name__
         result = self.eval(node.values[0])
         for value_node in node.values[1:]:
@@ -319,13 +405,35 @@ class Tracer(StructuredControlFlow):
                     return result
                 result = self.eval(value_node)
                 continue
-            value = self.eval(value_node)
+            value = self._short_circuit(node, op, result, value_node)
             if not isinstance(value, Scalar):
                 if (op == "And" and not value) or (op == "Or" and value):
                     return value
                 continue
-            result = A.logical(op, result, value)
+            result = value
         return result
+
+    def _short_circuit(self, node: ast.BoolOp, op: str, left: Scalar, right: ast.expr) -> Any:
+        """The right operand of `left and right` / `left or right`, joined with `left`."""
+        cond = A.truth(left)
+        draft = ops.scf_if(cond.value, [], has_else=True)
+        block = draft.regions[0 if op == "And" else 1].blocks[0]
+        with ir.InsertionPoint(block):
+            value = self.eval(right)
+        emitted = list(block.operations)
+        if not isinstance(value, Scalar) or all(_speculatable(o) for o in emitted):
+            for o in emitted:
+                o.move_before(draft)
+            draft.erase()
+            return A.logical(op, left, value) if isinstance(value, Scalar) else value
+        with ir.InsertionPoint(block):
+            taken = self.wrap(right, lambda: A.truth(value))
+        other = draft.regions[1 if op == "And" else 0].blocks[0]
+        with ir.InsertionPoint(other):
+            skipped = A.to_scalar(op == "Or")
+        pair = (taken, skipped) if op == "And" else (skipped, taken)
+        (joined,) = self._rebuild_if(cond, draft, [draft.regions[0].blocks[0], draft.regions[1].blocks[0]], [pair])
+        return joined
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
@@ -362,10 +470,50 @@ class Tracer(StructuredControlFlow):
             return Scalar(ops.vector_extract(base.value, index), base.dtype)
         if isinstance(base, Scalar):
             raise DSLTypeError(f"{type_name(base)} is not indexable")
+        if isinstance(base, list | tuple) and not isinstance(index, slice):
+            self._check_list_index(node.slice, base, index)
         try:
             return base[index]
         except (IndexError, KeyError, TypeError) as err:
             raise self.fail("DSL301", node, f"bad index: {err}") from None
+
+    def expr_ListComp(self, node: ast.ListComp) -> Any:
+        """`[f(k) for k in dsl.static_range(n) if cond]`: built while tracing, so the iterables
+        and conditions are compile-time values; the loop names do not leak, as in Python."""
+        out: list[Any] = []
+        env = self.frame.env
+        targets = assigned_names([ast.Assign(targets=[g.target for g in node.generators], value=node.elt)])
+        saved = {name: env[name] for name in targets if name in env}
+
+        def generate(level: int) -> None:
+            if level == len(node.generators):
+                out.append(self.eval(node.elt))
+                return
+            gen = node.generators[level]
+            items = self.eval(gen.iter)
+            if not isinstance(items, range | list | tuple):
+                raise self.fail("DSL302", gen.iter, "a comprehension in a DSL function iterates over "
+                                "dsl.static_range, range of ints, a list or a tuple")
+            if len(items) > 4096:
+                raise self.fail("DSL302", gen.iter, f"a comprehension of {len(items)} items is too long to unroll")
+            for item in items:
+                self.assign(gen.target, item)
+                keep = True
+                for test in gen.ifs:
+                    verdict = self.eval(test)
+                    if isinstance(verdict, Scalar | Vector):
+                        raise self.fail("DSL302", test, "a comprehension's condition must be a compile-time value")
+                    keep = keep and bool(verdict)
+                if keep:
+                    generate(level + 1)
+
+        try:
+            generate(0)
+        finally:
+            for name in targets:
+                env.pop(name, None)
+            env.update(saved)
+        return out
 
     def expr_Slice(self, node: ast.Slice) -> Any:
         return slice(*(self.eval(p) if p is not None else None for p in (node.lower, node.upper, node.step)))
@@ -401,6 +549,8 @@ class Tracer(StructuredControlFlow):
             return self.call_intrinsic(node, fn, args, kwargs)
         if isinstance(fn, types.FunctionType) and self.is_user_function(fn):
             return self.inline(node, fn, args, kwargs)
+        if isinstance(fn, types.BuiltinMethodType) and isinstance(fn.__self__, list):
+            return fn(*args, **kwargs)  # a per-thread list's own method (`acc.append(v)`)
         if any(isinstance(a, Scalar | Vector) for a in list(args) + list(kwargs.values())):
             raise DSLUnsupported(f"cannot call {getattr(fn, '__name__', fn)!r} on run-time values")
         try:
@@ -440,15 +590,28 @@ class Tracer(StructuredControlFlow):
             raise self.fail("DSL302", node, "helper calls nest too deeply (recursion is not supported)")
         env = dict(bound.arguments)
         globals_ = {**fn.__globals__, **closure_vars(fn)}
-        frame = Frame(src.file, env, globals_, call_loc=self.loc(node))
+        frame = Frame(src.file, env, globals_, call_loc=self.loc(node), tail=[True])  # inline() reads the flag
         self.frames.append(frame)
         try:
-            self.run_guarded(src.node.body, "a helper function")
+            self.run_block(src.node.body)
         finally:
             self.frames.pop()
+        if RETURN_NAME in frame.env and frame.env[RETURN_FLAG] is not True:
+            raise self.fail("DSL303", node, f"{fn.__name__}() returns a value on some run-time paths and "
+                            "falls off its end (None) on others; return a value on every path")
         return frame.env.get(RETURN_NAME)
 
     # Unsupported expression kinds get DSL302 through `eval`'s fallback.
+
+
+_TRAPPING = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.ceildivui",
+             "arith.floordivsi"}
+
+
+def _speculatable(op: Any) -> bool:
+    """Arithmetic that can run on a path Python would not take: no memory, no trap."""
+    name = op.name
+    return name.startswith(("arith.", "math.")) and name not in _TRAPPING
 
 
 def _describe(node: ast.AST) -> str:
@@ -456,7 +619,7 @@ def _describe(node: ast.AST) -> str:
         "Try": "try", "TryStar": "try", "With": "with", "AsyncWith": "async with", "Raise": "raise",
         "Yield": "yield", "YieldFrom": "yield from", "Await": "await", "Lambda": "lambda",
         "FunctionDef": "nested def", "ClassDef": "class", "Global": "global", "Nonlocal": "nonlocal",
-        "Delete": "del", "Import": "import", "ImportFrom": "import", "ListComp": "list comprehension",
+        "Delete": "del", "Import": "import", "ImportFrom": "import",
         "DictComp": "dict comprehension", "SetComp": "set comprehension", "GeneratorExp": "generator",
         "JoinedStr": "f-string", "Match": "match", "AsyncFor": "async for", "NamedExpr": ":=",
         "Dict": "dict display", "Set": "set display",
