@@ -18,6 +18,7 @@ from mlir import ir
 from dsl.compiler import cache
 from dsl.compiler.artifacts import CompiledFunction, KernelInfo
 from dsl.compiler.build_options import BuildOptions
+from dsl.compiler.float_flags import float_flags
 from dsl.compiler.pipeline import Build, StageError, attach_error_collector, run_pipeline
 from dsl.compiler.specs import resolve_params
 from dsl.compiler.targets import Target, get_target, theoretical_occupancy
@@ -26,7 +27,7 @@ from dsl.frontend import ops
 from dsl.frontend.kernel_tracer import TracedKernel, ensure_dynamic_smem_global, trace_kernel
 from dsl.frontend.params import ParamSpec
 from dsl.frontend.source import FunctionSource, function_source
-from dsl.frontend.static_checks import check_known_block_size
+from dsl.frontend.static_checks import check_hints, check_known_block_size
 from dsl.language.decorators import JitFunction, KernelFunction
 
 _CONTEXTS = threading.local()
@@ -57,6 +58,7 @@ class FunctionCompiler:
         self.gpu_module_name = f"{name}_kernels"
         self.kernels: dict[tuple, TracedKernel | None] = {}
         self.symbols: set[str] = set()
+        self.float_flags: dict[str, str] = {}  # gpu.func symbol -> its #arith.fastmath flags
         self._dynamic_smem_declared = False
         with self.context, ir.Location.unknown():
             self.module = ir.Module.create()
@@ -88,13 +90,20 @@ class FunctionCompiler:
         key = (id(kernel), tuple(s.key() for s in specs), block)
         if key in self.kernels:
             return self.kernels[key]
+        src = function_source(kernel.fn)
+        problems = check_hints(src.file, src.node, kernel.hints, self.target.name)
+        if problems:  # DSL201 at the decorator arguments; the launch says the kernel failed
+            for diag in problems:
+                self.sink.add(diag)
+            self.kernels[key] = None
+            return None
         symbol = kernel.kernel_name
         n = 1
         while symbol in self.symbols:
             symbol = f"{kernel.kernel_name}_{n}"
             n += 1
         self.symbols.add(symbol)
-        src = function_source(kernel.fn)
+        self.float_flags[symbol] = float_flags(kernel.hints)
         with self.context:
             traced = trace_kernel(kernel, src, specs, block, symbol, self.gpu_ip, self.target, self.sink,
                                   self._declare_dynamic_smem)
@@ -174,7 +183,7 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
         if not sink.errors:
             sink.add(Diagnostic.make("DSL402", f"'{name}' did not compile", def_range))
         return None
-    build = Build(fc.module, fc.context, tgt, def_range, options=options)
+    build = Build(fc.module, fc.context, tgt, def_range, options=options, float_flags=fc.float_flags)
     collector = [build]
     handler = attach_error_collector(fc.context, collector)
     try:

@@ -2,8 +2,10 @@
 
 The key of a function is built in one place from: its own source, the source of every
 user helper and kernel it reaches through its globals and closures (transitively), the
-values of plain constants it names, the specialization, the target, the pipeline stage
-it was compiled to and the toolchain version. Changing a helper changes the key.
+values of plain constants it names, the decorator options of each kernel (name,
+`known_block_size`, compile hints such as `maxnreg` and `contract`), the specialization,
+the target, the pipeline stage it was compiled to and the toolchain version. Changing a
+helper or a hint changes the key.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def dependency_digest(fn: types.FunctionType) -> str:
             if value is _MISSING:
                 continue
             if isinstance(value, KernelFunction):
-                h.update(f"{name}=kernel:{value.known_block_size!r}:{value.kernel_name}".encode())
+                h.update(f"{name}=kernel:{value.options_key()!r}".encode())
                 stack.append(value.fn)
             elif isinstance(value, JitFunction):
                 stack.append(value.fn)
@@ -73,7 +75,7 @@ def function_key(fn: Any, src: Any, params: list[Any], target: str, until: str) 
     parts = [
         "fn=" + dependency_digest(fn.fn),
         "kind=" + type(fn).__name__,
-        "options=" + repr((getattr(fn, "kernel_name", None), getattr(fn, "known_block_size", None))),
+        "options=" + repr(fn.options_key() if hasattr(fn, "options_key") else None),
         "params=" + repr([p.key() for p in params]),
         "target=" + target,
         "until=" + until,

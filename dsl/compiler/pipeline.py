@@ -21,13 +21,14 @@ from mlir.passmanager import PassManager
 from dsl.compiler import source_maps, toolchain
 from dsl.compiler.artifacts import Resources, SourceMap
 from dsl.compiler.build_options import BuildOptions
+from dsl.compiler.float_flags import apply_float_flags
 from dsl.diagnostics import Diagnostic, SourceRange
 
 # The target is attached by a pass, not an attribute built from Python: creating an
 # #nvvm.target attribute in Python imports the NVVM dialect's Python module (tens of ms in a
 # cold process), which nothing else on the way to a cubin needs.
 LOWERING = (
-    "builtin.module(nvvm-attach-target{{chip={chip} O=3 features=+ptx80}},"
+    "builtin.module(nvvm-attach-target{{chip={chip} O=3 features=+ptx{ptx}}},"
     "gpu.module(canonicalize,cse,convert-scf-to-cf,convert-vector-to-llvm,"
     "convert-gpu-to-nvvm,convert-arith-to-llvm,convert-index-to-llvm,convert-math-to-llvm,"
     "canonicalize,cse,reconcile-unrealized-casts),"
@@ -55,6 +56,7 @@ class Build:
     target: Any
     fallback_range: SourceRange  # where to point when an error has no location
     options: BuildOptions = field(default_factory=BuildOptions)
+    float_flags: dict[str, str] = field(default_factory=dict)  # gpu.func symbol -> #arith.fastmath flags
     texts: dict[str, str] = field(default_factory=dict)
     maps: dict[str, SourceMap] = field(default_factory=dict)
     resources: dict[str, Resources] = field(default_factory=dict)
@@ -105,8 +107,10 @@ def _module_copy(build: Build, module: Any) -> Any:
 
 def stage_lowered(build: Build) -> None:
     lowered = _module_copy(build, build.module)
+    apply_float_flags(lowered, build.float_flags)  # FMA contraction and fast-math: per kernel
     try:
-        PassManager.parse(LOWERING.format(chip=build.target.name), build.context).run(lowered.operation)
+        lowering = LOWERING.format(chip=build.target.name, ptx=build.target.ptx_version)
+        PassManager.parse(lowering, build.context).run(lowered.operation)
     except ir.MLIRError as err:
         raise _mlir_errors(build, "DSL402", "lowering to NVVM failed", err) from None
     build.lowered_module = lowered
@@ -114,10 +118,10 @@ def stage_lowered(build: Build) -> None:
         build.texts["lowered"], build.maps["lowered"] = source_maps.mlir_text_and_map(_printed(lowered.operation))
 
 
-def _nvvm_target_with_libdevice(chip: str) -> Any:
+def _nvvm_target_with_libdevice(chip: str, ptx: int) -> Any:
     libdevice = toolchain.libdevice_path()
     link = f', link = ["{libdevice}"]' if libdevice else ""
-    return ir.Attribute.parse(f'#nvvm.target<O = 3, chip = "{chip}", features = "+ptx80"{link}>')
+    return ir.Attribute.parse(f'#nvvm.target<O = 3, chip = "{chip}", features = "+ptx{ptx}"{link}>')
 
 
 def stage_llvm(build: Build) -> None:
@@ -145,7 +149,8 @@ def stage_ptx(build: Build) -> None:
     module = _module_copy(build, build.lowered_module)
     gpu_module = _gpu_module(module)
     if _calls_libdevice(gpu_module):  # libdevice math: link it (parsing it costs ~20 ms)
-        gpu_module.attributes["targets"] = ir.ArrayAttr.get([_nvvm_target_with_libdevice(build.target.name)])
+        gpu_module.attributes["targets"] = ir.ArrayAttr.get(
+            [_nvvm_target_with_libdevice(build.target.name, build.target.ptx_version)])
     try:
         PassManager.parse(TO_PTX, build.context).run(module.operation)
     except ir.MLIRError as err:

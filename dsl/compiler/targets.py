@@ -23,11 +23,16 @@ class Target:
     smem_reserved_per_block: int = 1024
     registers_per_sm: int = 65536
     max_registers_per_thread: int = 255
+    min_registers_per_thread: int = 24  # ptxas raises a smaller `.maxnreg` to this
     max_warps_per_sm: int = 64
     max_blocks_per_sm: int = 32
     register_granularity: int = 256  # registers allocated per warp in units of this
     smem_granularity: int = 128
     max_cluster_size: int = 1
+    # What `dsl.sm_count()` answers where no GPU is present (the editor, CI): the SM count of
+    # the architecture's data-center part. A run reads the real device's count.
+    sm_count: int = 108
+    ptx_version: int = 80  # the PTX ISA the back end emits (8.1 for sm_89's fp8 conversions)
 
     @property
     def compute_capability(self) -> tuple[int, int]:
@@ -38,12 +43,13 @@ class Target:
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
-        Target("sm_80", max_smem_per_block=163 * 1024, smem_per_sm=164 * 1024),
+        Target("sm_80", max_smem_per_block=163 * 1024, smem_per_sm=164 * 1024, sm_count=108),  # A100
         Target("sm_86", max_smem_per_block=99 * 1024, smem_per_sm=100 * 1024,
-               max_warps_per_sm=48, max_blocks_per_sm=16),
+               max_warps_per_sm=48, max_blocks_per_sm=16, sm_count=84),  # A40
         Target("sm_89", max_smem_per_block=99 * 1024, smem_per_sm=100 * 1024,
-               max_warps_per_sm=48, max_blocks_per_sm=24),
-        Target("sm_90", max_smem_per_block=227 * 1024, smem_per_sm=228 * 1024, max_cluster_size=8),
+               max_warps_per_sm=48, max_blocks_per_sm=24, sm_count=142, ptx_version=81),  # L40S
+        Target("sm_90", max_smem_per_block=227 * 1024, smem_per_sm=228 * 1024, max_cluster_size=8,
+               sm_count=132),  # H100 / H200 SXM
     )
 }
 

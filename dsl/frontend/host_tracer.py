@@ -6,6 +6,16 @@ Python expression (for the launcher), built side by side, so the launcher evalua
 exactly the grid, block and shared-memory expressions the IR shows. Launches are
 checked here against the kernel's `known_block_size` contract (DSL202) and the target's
 limits (DSL203/204/205); a static block is inferred into the kernel's specialization.
+
+Run-time facts the launcher settles (`host_checks.py`, `host_values.py`):
+- `assert` on run-time shapes and scalars becomes a `cf.assert` in the IR and a check in
+  the launcher that raises `ArgumentError` with the user's message. Host values depend on
+  the arguments only (nothing a kernel computes flows back), so every check runs right
+  after the arguments are read, before the first launch.
+- `dsl.sm_count()` / `dsl.device_attribute(name)` are read from the device at run time.
+- `launch(smem=None)` for a kernel whose last shared array is sized by a parameter
+  passes `base + scale * that argument` bytes; an explicit run-time `smem=` is checked
+  against what the kernel needs before its launch (DSL205 from the launcher).
 """
 
 from __future__ import annotations
@@ -22,6 +32,8 @@ from dsl.compiler.specs import evaluate_annotation
 from dsl.diagnostics import Diagnostic, DiagnosticError, SourceRange
 from dsl.frontend import arith as A
 from dsl.frontend import ops
+from dsl.frontend.host_checks import CheckRecord, HostRunTimeFacts
+from dsl.frontend.host_values import HostScalar, HostTensor, host_binary, py_expr, truth_expr, tuple_expr
 from dsl.frontend.kernel_tracer import TracedKernel
 from dsl.frontend.params import ParamSpec, flatten_params
 from dsl.frontend.source import FunctionSource, location
@@ -33,25 +45,9 @@ from dsl.frontend.static_checks import (
 )
 from dsl.frontend.tracer import Tracer
 from dsl.frontend.values import BoundMethod, DSLTypeError, Scalar, ShapeView, type_name
+from dsl.language import device as D
 from dsl.language import intrinsics as I
-from dsl.language.types import ConstexprType, DType, TensorType, i32
-
-
-@dataclass
-class HostScalar(Scalar):
-    """A run-time host scalar: MLIR value + the launcher's Python expression for it."""
-
-    expr: str = ""
-
-
-@dataclass
-class HostTensor:
-    name: str
-    dtype: DType
-    rank: int
-    ptr: Any
-    shape: list[HostScalar]
-    strides: list[HostScalar]
+from dsl.language.types import ConstexprType, DType, TensorType, boolean, i32
 
 
 @dataclass
@@ -75,39 +71,37 @@ class LaunchRecord:
     range: SourceRange
     block_static: tuple[int, int, int] | None
     contract: tuple[int, int, int] | None = None  # known_block_size to check a run-time block against
+    smem_required: str | None = None  # bytes the kernel needs, checked against a run-time smem=
 
 
 @dataclass
 class HostState:
     launches: list[LaunchRecord] = field(default_factory=list)
+    checks: list[CheckRecord] = field(default_factory=list)
 
 
-_PY_SYMBOL = dict(A.SYMBOLS)
-
-
-class HostTracer(Tracer):
+class HostTracer(HostRunTimeFacts, Tracer):
     mode = "host"
 
     def __init__(self, sink: Any, compiler: Any):
         super().__init__(sink)
         self.compiler = compiler  # specializes and traces kernels on demand
         self.state = HostState()
+        self.declare_at: Any = None  # insertion point for declarations (before the func.func)
+        self._declared: set[str] = set()
 
     # ----- host arithmetic keeps a Python expression alongside -----------------------------
     def expr_BinOp(self, node: ast.BinOp) -> Any:
         a, b = self.eval(node.left), self.eval(node.right)
-        op = type(node.op).__name__
-        result = A.binary(op, a, b)
-        if isinstance(result, Scalar):
-            sym = "//" if op == "FloorDiv" else _PY_SYMBOL[op]
-            return HostScalar(result.value, result.dtype, f"({_expr(a)} {sym} {_expr(b)})")
-        return result
+        return host_binary(type(node.op).__name__, a, b)
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         a = self.eval(node.operand)
         result = A.unary(type(node.op).__name__, a)
         if isinstance(result, Scalar) and isinstance(node.op, ast.USub):
-            return HostScalar(result.value, result.dtype, f"(-{_expr(a)})")
+            return HostScalar(result.value, result.dtype, f"(-{py_expr(a)})")
+        if isinstance(result, Scalar) and isinstance(node.op, ast.Not):
+            return HostScalar(result.value, boolean, f"(not {truth_expr(a)})")
         if isinstance(result, Scalar):
             raise DSLTypeError("this operator is not supported on host run-time values")
         return result
@@ -134,24 +128,30 @@ class HostTracer(Tracer):
             return self.launch(node, fn.receiver, *args, **kwargs)
         if isinstance(fn, JitFunction):
             raise DSLTypeError("calling a @jit function from another one is not supported; call a plain helper")
+        if fn is D.sm_count:
+            return self.device_attribute("multiprocessor_count")
+        if fn is D.device_attribute:
+            if len(args) != 1 or kwargs:
+                raise DSLTypeError("dsl.device_attribute takes one attribute name")
+            return self.device_attribute(args[0])
         if fn is I.cdiv:
             a, b = args
             if isinstance(a, int) and isinstance(b, int):
                 return -(-a // b)
             out = A.binary("FloorDiv", A.binary("Sub", A.binary("Add", a, b), 1), b)
-            return HostScalar(out.value, out.dtype, f"(-(-{_expr(a)} // {_expr(b)}))")
+            return HostScalar(out.value, out.dtype, f"(-(-{py_expr(a)} // {py_expr(b)}))")
         if fn in (min, max, I.minimum, I.maximum) and any(isinstance(a, Scalar) for a in args):
             kind = "min" if fn in (min, I.minimum) else "max"
             acc = args[0]
             for other in args[1:]:
                 x, y, ty = A.common(acc, other, kind)
                 name = f"arith.{kind}si" if ty.is_int else f"arith.{kind}imumf"
-                acc = HostScalar(ops.same_type(name, x.value, y.value), ty, f"{kind}({_expr(acc)}, {_expr(other)})")
+                acc = HostScalar(ops.same_type(name, x.value, y.value), ty, f"{kind}({py_expr(acc)}, {py_expr(other)})")
             return acc
         if isinstance(fn, DType) and len(args) == 1 and isinstance(args[0], Scalar):
             out = A.cast(args[0], fn)
             conv = "float" if fn.is_float else ("bool" if fn.is_bool else "int")
-            return HostScalar(out.value, out.dtype, f"{conv}({_expr(args[0])})")
+            return HostScalar(out.value, out.dtype, f"{conv}({py_expr(args[0])})")
         if isinstance(fn, types.FunctionType) and self.is_user_function(fn):
             return self.inline(node, fn, args, kwargs)
         if any(isinstance(a, Scalar | HostTensor) for a in list(args) + list(kwargs.values())):
@@ -193,17 +193,45 @@ class HostTracer(Tracer):
             raise DiagnosticError(Diagnostic.make(
                 "DSL301", f"kernel '{kernel.kernel_name}' failed to compile (see its diagnostics)",
                 self.range(node.func)))
+        required = self._smem_required(node, traced, params, smem is None)
+        smem_required = None
         if smem is None:
-            smem_value: Any = traced.dynamic_smem
+            smem_value: Any = required
         else:
             smem_value = smem
-            if isinstance(smem, int) and smem < traced.dynamic_smem:
+            if isinstance(smem, int) and isinstance(required, int) and smem < required:
                 raise self.fail("DSL205", smem_node, f"launch smem={smem} is less than the "
-                                f"{traced.dynamic_smem} bytes allocated by SharedAllocator in kernel "
+                                f"{required} bytes allocated by SharedAllocator in kernel "
                                 f"'{kernel.kernel_name}'")
+            if isinstance(smem, Scalar | int) and not isinstance(smem, bool) and (
+                    isinstance(required, Scalar) or (isinstance(smem, Scalar) and required)):
+                smem_required = py_expr(required)  # the launcher checks it
         runtime_contract = tuple(contract[0]) if contract is not None and static_block is None else None
         self._emit_launch(node, traced, call, params, grid3, block3, smem_value, cluster, static_block,
-                          runtime_contract)
+                          runtime_contract, smem_required)
+
+    def _smem_required(self, node: ast.Call, traced: TracedKernel, params: list[tuple[ParamSpec, Any, ast.AST]],
+                       inferring: bool) -> Any:
+        """The dynamic shared memory the kernel needs for this launch: an int, a run-time host
+        value when its last array is sized by a parameter, or None when the kernel computed the
+        size (then only an explicit `smem=` can say it; DSL205 when it is missing)."""
+        extent = traced.smem_extent
+        if extent is None:
+            return traced.dynamic_smem
+        if extent.source is None:
+            if inferring:
+                raise DiagnosticError(Diagnostic.make(
+                    "DSL205", f"kernel '{traced.source_name}' sizes a shared array with a value it computes, so "
+                    f"the launch cannot infer its shared memory: pass smem= (at least {extent.base} + "
+                    f"{extent.scale} * that size, in bytes)", self.range(node),
+                    related=[self._related(extent.range, "the array is allocated here")]))
+            return None
+        kind, name = extent.source[0], extent.source[1]
+        value = next(v for spec, v, _ in params if spec.name == name)
+        if kind == "shape":
+            value = value.shape[extent.source[2]]
+        grown = host_binary("Mult", extent.scale, value)
+        return host_binary("Add", extent.base, grown) if extent.base else grown
 
     def _check_cluster(self, node: ast.Call, cluster: Any, grid3: list[Any], target: Any) -> None:
         """A cluster must fit the target and tile the grid (DSL204, at `cluster=`)."""
@@ -291,7 +319,7 @@ class HostTracer(Tracer):
     def _emit_launch(self, node: ast.Call, traced: TracedKernel, call: KernelCall,
                      params: list[tuple[ParamSpec, Any, ast.AST]], grid3: list[Any], block3: list[Any],
                      smem: Any, cluster: Any, static_block: tuple[int, int, int] | None,
-                     contract: tuple[int, int, int] | None) -> None:
+                     contract: tuple[int, int, int] | None, smem_required: str | None = None) -> None:
         operands, arg_exprs = [], []
         for spec, value, _ in params:
             if spec.kind == "tensor":
@@ -302,7 +330,7 @@ class HostTracer(Tracer):
             elif spec.kind == "scalar":
                 scalar = A.cast(A.to_scalar(value, spec.dtype), spec.dtype)
                 operands.append(scalar.value)
-                expr = _expr(value) if isinstance(value, Scalar) else repr(value)
+                expr = py_expr(value) if isinstance(value, Scalar) else repr(value)
                 arg_exprs.append((expr, spec.dtype.name))
         smem_scalar = A.cast(A.to_scalar(smem, i32), i32)
         cluster3 = self._dim3(cluster, node, "cluster") if cluster is not None else None
@@ -314,20 +342,9 @@ class HostTracer(Tracer):
             "kernel": ir.SymbolRefAttr.get([self.compiler.gpu_module_name, traced.symbol]),
             "operandSegmentSizes": ir.DenseI32ArrayAttr.get(segments)})
         self.state.launches.append(LaunchRecord(
-            traced, _tuple_expr(grid3), _tuple_expr(block3), _expr(smem),
-            _tuple_expr(cluster3) if cluster3 else None, arg_exprs, self.range(node), static_block, contract))
-
-
-def _expr(v: Any) -> str:
-    if isinstance(v, HostScalar):
-        return v.expr
-    if isinstance(v, Scalar):
-        raise DSLTypeError("this host value has no launcher expression")
-    return repr(v)
-
-
-def _tuple_expr(items: list[Any]) -> str:
-    return "(" + ", ".join(_expr(i) for i in items) + ")"
+            traced, tuple_expr(grid3), tuple_expr(block3), py_expr(smem),
+            tuple_expr(cluster3) if cluster3 else None, arg_exprs, self.range(node), static_block, contract,
+            smem_required))
 
 
 def _argument_nodes(call: ast.Call, sig: inspect.Signature) -> dict[str, ast.AST]:
@@ -355,6 +372,7 @@ def trace_host(src: FunctionSource, fn: Any, params: list[ParamSpec], compiler: 
                                                      "function_type": ir.TypeAttr.get(fn_type)}, regions=1)
         entry = fn_op.regions[0].blocks.append(*fn_type.inputs)
     tracer = HostTracer(sink, compiler)
+    tracer.declare_at = ir.InsertionPoint(fn_op)  # declarations go before the function
     env: dict[str, Any] = {}
     args = iter(entry.arguments)
     for p in params:

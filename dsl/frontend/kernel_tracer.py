@@ -4,6 +4,14 @@ A specialization fixes each tensor parameter's dtype and rank, each scalar's typ
 `Constexpr` value and (when the launch gives a static one) the block size, which becomes
 the function's `known_block_size` and lets `block_dim` fold to constants. Tensor
 parameters are passed flattened: pointer, shape (i32 each), outer strides (i32 each).
+
+Register and occupancy hints (`maxnreg`, `minnctapersm`) become the `nvvm.maxnreg` /
+`nvvm.minctasm` attributes of the `gpu.func` (PTX `.maxnreg` / `.minnctapersm`).
+
+The last array of a dynamic `SharedAllocator` may have a run-time outer extent
+(`smem.array(f32, n)` or `smem.array(f32, (n, 33))`): its strides stay compile-time
+constants, and when `n` is a scalar parameter or a tensor's shape the launch infers the
+bytes (`SmemExtent`) from the launch's arguments.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from typing import Any
 from mlir import ir
 
 from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceRange
+from dsl.frontend import arith as A
 from dsl.frontend import memory, ops
 from dsl.frontend.intrinsic_ops import IMPLS, dim3
 from dsl.frontend.params import ParamSpec, flatten_params
@@ -30,10 +39,25 @@ from dsl.frontend.values import (
     TensorRef,
     type_name,
 )
+from dsl.language import device as D
 from dsl.language import intrinsics as I
 from dsl.language.types import DType, i32
 
 DYNAMIC_SMEM_SYMBOL = "__kdsl_dynamic_smem"
+
+
+@dataclass(frozen=True)
+class SmemExtent:
+    """Dynamic shared memory that grows with a run-time value: `base + scale * extent` bytes.
+
+    `source` names the kernel parameter the extent is: ("scalar", name) or ("shape", name,
+    axis); None when the kernel computed it (then the launch must pass `smem=`).
+    """
+
+    base: int
+    scale: int
+    source: tuple | None
+    range: SourceRange
 
 
 @dataclass
@@ -43,8 +67,38 @@ class TracedKernel:
     params: list[ParamSpec]
     block: tuple[int, int, int] | None
     static_smem: int
-    dynamic_smem: int
+    dynamic_smem: int  # bytes known at compile time (with a run-time array: the bytes before it)
     def_range: SourceRange
+    smem_extent: SmemExtent | None = None
+
+
+class _RuntimeExtent(Scalar):
+    """The run-time outer extent of a shared array: a scalar no static index exceeds."""
+
+    def __le__(self, other: Any) -> bool:  # `index >= extent` in static bounds checks
+        return False
+
+    def __repr__(self) -> str:
+        return "n"
+
+
+class RuntimeSizedSharedArray(SharedArray):
+    """A shared array whose outer extent is a run-time value; its strides are constants."""
+
+    @property
+    def strides(self) -> list[int]:
+        out, acc = [], 1
+        for dim in reversed(self.shape[1:]):
+            out.append(acc)
+            acc *= dim
+        return [acc, *reversed(out)]
+
+    @property
+    def nbytes(self) -> int:  # per unit of the outer extent
+        n = self.dtype.nbytes
+        for d in self.shape[1:]:
+            n *= d
+        return n
 
 
 class KernelTracer(Tracer):
@@ -60,6 +114,8 @@ class KernelTracer(Tracer):
         self.allocator: SharedAllocatorState | None = None
         self.static_smem = 0
         self.dynamic_smem = 0
+        self.smem_extent: SmemExtent | None = None
+        self.param_sources: list[tuple[Any, tuple]] = []  # (entry block argument, what it is)
         self._smem_count = 0
         self.declare_dynamic_smem: Any = lambda: None  # set by the compiler: one global per module
 
@@ -126,6 +182,9 @@ class KernelTracer(Tracer):
                             "kernels are launched from @jit functions")
         if isinstance(fn, JitFunction):
             raise self.fail("DSL302", node, "a @jit function cannot be called from a kernel")
+        if fn is D.sm_count or fn is D.device_attribute:
+            raise self.fail("DSL302", node, f"dsl.{fn.__name__}() is read by the launcher: call it in the @jit "
+                            "function and pass the value to the kernel (or use dsl.grid_dim)")
         return super().call(node, fn, args, kwargs)
 
     def subscript(self, node: ast.Subscript, base: Any, index: Any) -> Any:
@@ -152,9 +211,18 @@ class KernelTracer(Tracer):
                  align: int = 16) -> SharedArray:
         if not isinstance(dtype, DType):
             raise DSLTypeError(f"SharedAllocator.array needs a DSL scalar type, got {type_name(dtype)}")
+        if self.smem_extent is not None:
+            raise DSLTypeError("the array with a run-time size must be the last one allocated from the "
+                               "SharedAllocator (it ends where the launch's dynamic shared memory ends)")
         shape = (shape,) if not isinstance(shape, tuple | list) else tuple(shape)
+        if any(isinstance(d, Scalar) for d in shape[1:]):
+            raise DSLTypeError("only the outer extent of a shared array may be a run-time value; the others "
+                               "must be compile-time ints (they make its strides)")
+        if shape and isinstance(shape[0], Scalar):
+            return self._allocate_runtime_sized(node, alloc, dtype, shape, align)
         if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
-            raise DSLTypeError(f"shared array shape must be positive compile-time ints, got {shape!r}")
+            raise DSLTypeError("shared array shape must be positive compile-time ints (the outer extent may "
+                               f"be a run-time integer with SharedAllocator(dynamic=True)), got {shape!r}")
         array = SharedArray(None, dtype, shape)
         nbytes = array.nbytes
         if alloc.dynamic:
@@ -189,10 +257,45 @@ class KernelTracer(Tracer):
         return array
 
 
+    def _allocate_runtime_sized(self, node: ast.Call, alloc: SharedAllocatorState, dtype: DType,
+                                shape: tuple, align: int) -> SharedArray:
+        """The last dynamic array, `shape[0]` a run-time integer: sized by the launch."""
+        extent, rest = shape[0], shape[1:]
+        if not alloc.dynamic:
+            raise DSLTypeError("a shared array with a run-time size needs SharedAllocator(dynamic=True)")
+        if not extent.dtype.is_int or extent.dtype.is_bool:
+            raise DSLTypeError(f"a shared array's extent must be an integer, got {extent.dtype.name}")
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in rest):
+            raise DSLTypeError(f"the inner extents of a shared array must be positive ints, got {rest!r}")
+        array = RuntimeSizedSharedArray(None, dtype, (_RuntimeExtent(extent.value, extent.dtype), *rest))
+        offset = -(-alloc.dynamic_bytes // align) * align
+        alloc.dynamic_bytes = offset
+        self.dynamic_smem = offset
+        self.declare_dynamic_smem()
+        base = ops.llvm_addressof(memory.ptr_type(3), DYNAMIC_SMEM_SYMBOL)
+        if offset:
+            base = ops.llvm_gep(memory.ptr_type(3), base, offset, ir.IntegerType.get_signless(8))
+        array.ptr = base
+        source = next((what for value, what in self.param_sources if value == extent.value), None)
+        self.smem_extent = SmemExtent(offset, array.nbytes, source, self.range(node))
+        return array
+
+
 def ensure_dynamic_smem_global(module_ip: Any) -> None:
     with module_ip, ir.Location.unknown():
         ops.llvm_global(ir.Type.parse("!llvm.array<0 x i8>"), DYNAMIC_SMEM_SYMBOL, "external", alignment=16,
                         addr_space=3)
+
+
+def launch_bound_attributes(hints: dict[str, Any]) -> dict[str, Any]:
+    """`nvvm.maxnreg` / `nvvm.minctasm` for the `gpu.func` (copied to its `llvm.func` by the
+    lowering; PTX `.maxnreg` / `.minnctapersm`)."""
+    out = {}
+    if hints.get("maxnreg") is not None:
+        out["nvvm.maxnreg"] = ops.i32_attr(hints["maxnreg"])
+    if hints.get("minnctapersm") is not None:
+        out["nvvm.minctasm"] = ops.i32_attr(hints["minnctapersm"])
+    return out
 
 
 def trace_kernel(
@@ -209,17 +312,28 @@ def trace_kernel(
     """Emits one `gpu.func` for `kfn` at `module_ip`; returns None when tracing failed."""
     file, node = src.file, src.node
     def_range = file.def_name_range(node)
+    hints = getattr(kfn, "hints", {})
+    if hints.get("minnctapersm") is not None and block is None:
+        from dsl.frontend.static_checks import hint_nodes
+
+        hint = hint_nodes(node).get("minnctapersm")
+        sink.add(Diagnostic.make(
+            "DSL201", "minnctapersm needs the block size (PTX ignores .minnctapersm without .maxntid): declare "
+            "known_block_size=[x, y, z] or launch with a compile-time block",
+            file.range_of(hint) if hint is not None else def_range))
+        return None
     flat = flatten_params(params)
     fn_type = ir.FunctionType.get([t for _, t in flat], [])
     with location(file.range_of(node)):
         with module_ip:
             attributes = {"function_type": ir.TypeAttr.get(fn_type), "sym_name": ir.StringAttr.get(symbol),
-                          "gpu.kernel": ir.UnitAttr.get()}
+                          "gpu.kernel": ir.UnitAttr.get(), **launch_bound_attributes(hints)}
             if block:
                 attributes["known_block_size"] = ir.DenseI32ArrayAttr.get(list(block))
             func = ops.create("gpu.func", attributes=attributes, regions=1)
         entry = func.regions[0].blocks.append(*fn_type.inputs)
     env: dict[str, Any] = {}
+    sources: list[tuple[Any, tuple]] = []
     args = iter(entry.arguments)
     for p in params:
         if p.kind == "tensor":
@@ -227,16 +341,19 @@ def trace_kernel(
             shape = [Scalar(next(args), i32) for _ in range(p.rank)]
             strides: list[Any] = [Scalar(next(args), i32) for _ in range(p.rank - 1)] + [1]
             env[p.name] = TensorRef(p.name, ptr, p.dtype, p.rank, shape, strides)
+            sources += [(s.value, ("shape", p.name, k)) for k, s in enumerate(shape)]
         elif p.kind == "scalar":
             env[p.name] = Scalar(next(args), p.dtype)
+            sources.append((env[p.name].value, ("scalar", p.name)))
         else:
             env[p.name] = p.value
     tracer = KernelTracer(sink, target, module_ip, symbol, block)
+    tracer.param_sources = sources
     tracer.declare_dynamic_smem = declare_dynamic_smem
     fn = kfn.fn
     tracer.frames.append(Frame(file, env, {**fn.__globals__, **closure_vars(fn)}))
     ok = True
-    with ir.InsertionPoint(entry), location(file.range_of(node)):
+    with ir.InsertionPoint(entry), location(file.range_of(node)), A.target_scope(target):
         try:
             tracer.run_recovering(node.body)
             if tracer.frame.env.get("__return__") is not None:
@@ -250,4 +367,4 @@ def trace_kernel(
         func.erase()
         return None
     return TracedKernel(symbol, kfn.kernel_name, params, block, tracer.static_smem,
-                        tracer.dynamic_smem, def_range)
+                        tracer.dynamic_smem, def_range, tracer.smem_extent)

@@ -119,6 +119,65 @@ def check_known_block_size(file: SourceFile, fn: ast.FunctionDef, value: Any
     return Diagnostic.make("DSL201", message, rng, fixes=_kbs_fixes(value, rng)), rng
 
 
+def hint_nodes(fn: ast.FunctionDef) -> dict[str, ast.expr]:
+    """The decorator's keyword value node per compile hint (`maxnreg=...` and the rest)."""
+    _, dec, _ = decorator_info(fn)
+    if not isinstance(dec, ast.Call):
+        return {}
+    return {kw.arg: kw.value for kw in dec.keywords if kw.arg in _HINT_CHECKS}
+
+
+def check_hints(file: SourceFile, fn: ast.FunctionDef, hints: dict[str, Any], target_name: str | None
+                ) -> list[Diagnostic]:
+    """DSL201 for each malformed compile hint, at its decorator argument."""
+    target = get_target(target_name)
+    nodes = hint_nodes(fn)
+    _, dec, _ = decorator_info(fn)
+    out = []
+    for name, value in hints.items():
+        message = _HINT_CHECKS[name](value, target) if name in _HINT_CHECKS else None
+        if message is None:
+            continue
+        node = nodes.get(name)
+        rng = file.range_of(node) if node is not None else (
+            file.range_of(dec) if dec is not None else file.def_name_range(fn))
+        out.append(Diagnostic.make("DSL201", f"{name} {message}", rng))
+    return out
+
+
+def _int_problem(value: Any, low: int, high: int, target_name: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"must be an int from {low} to {high}, got {type(value).__name__}"
+    if not low <= value <= high:
+        return f"must be from {low} to {high} on {target_name}, got {value}"
+    return None
+
+
+def _maxnreg(value: Any, target: Any) -> str | None:
+    """ptxas raises a smaller count to its lower bound and ignores a larger one: both are mistakes."""
+    return _int_problem(value, target.min_registers_per_thread, target.max_registers_per_thread, target.name)
+
+
+def _minnctapersm(value: Any, target: Any) -> str | None:
+    return _int_problem(value, 1, target.max_blocks_per_sm, target.name)
+
+
+def _bool_hint(value: Any, target: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    return f"must be True or False, got {type(value).__name__} ({value!r})"
+
+
+_HINT_CHECKS = {
+    "maxnreg": _maxnreg,
+    "minnctapersm": _minnctapersm,
+    "fastmath": _bool_hint,
+    "contract": _bool_hint,
+}
+
+
 def _known_block_size_problem(value: Any) -> str | None:
     try:
         elems = list(value)
@@ -153,6 +212,14 @@ def _literal(node: ast.expr | None) -> Any:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError):
         return None
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, SyntaxError, TypeError):
+        return False
 
 
 def _dim3(value: Any) -> tuple[int, int, int] | None:
@@ -217,6 +284,9 @@ def static_checks(source: str, path: str, target: str | None = None) -> list[Dia
                 out.append(Diagnostic.make("DSL102", not_dsl_type_message(context, arg.arg, text), rng,
                                            fixes=annotation_fixes(text, rng, arg.arg in defaults)))
         if kind == "kernel":
+            literal_hints = {name: _literal(node) for name, node in hint_nodes(fn).items()
+                             if _is_literal(node)}
+            out.extend(check_hints(file, fn, literal_hints, target))
             known = None
             if kbs_node is not None:
                 value = _literal(kbs_node)  # None when it names variables: the compiler checks it

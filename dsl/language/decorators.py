@@ -18,14 +18,36 @@ from dsl.diagnostics import ArgumentError
 _call_jit: Any = None
 
 
-class KernelFunction:
-    """A `@dsl.kernel` function; `known_block_size` is a contract checked at every launch."""
+# The compile hints a kernel takes besides `known_block_size`, with their defaults. The
+# compiler validates them (DSL201 at the decorator argument, see `static_checks.check_hints`).
+HINT_DEFAULTS: dict[str, Any] = {"maxnreg": None, "minnctapersm": None, "fastmath": False, "contract": True}
 
-    def __init__(self, fn: Any, name: str | None = None, known_block_size: Any = None):
+
+class KernelFunction:
+    """A `@dsl.kernel` function; `known_block_size` is a contract checked at every launch.
+
+    Compile hints: `maxnreg` caps the registers per thread (PTX `.maxnreg`), `minnctapersm`
+    asks for that many resident blocks per SM (`.minnctapersm`, which needs the block size:
+    `known_block_size` or a compile-time launch block), `contract=False` keeps `a * b + c`
+    as a rounded multiply and a rounded add instead of one FMA, and `fastmath=True` also
+    allows approximate division and math functions, reassociation and the assumption that
+    no value is NaN, infinite or a signed zero that matters.
+    """
+
+    def __init__(self, fn: Any, name: str | None = None, known_block_size: Any = None, **hints: Any):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.kernel_name = name or fn.__name__
         self.known_block_size = known_block_size
+        unknown = set(hints) - set(HINT_DEFAULTS)
+        if unknown:
+            raise TypeError(f"@dsl.kernel got unknown hint(s) {', '.join(sorted(unknown))}; "
+                            f"the hints are {', '.join(HINT_DEFAULTS)}")
+        self.hints = {**HINT_DEFAULTS, **hints}
+
+    def options_key(self) -> tuple:
+        """Everything of the decorator that changes the compiled code (for cache keys)."""
+        return (self.kernel_name, repr(self.known_block_size), tuple(repr(self.hints[k]) for k in HINT_DEFAULTS))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from dsl.diagnostics import CompileError, Diagnostic
@@ -99,11 +121,15 @@ class JitFunction(_JitCall):
         return f"<dsl.jit {self.fn.__qualname__}>"
 
 
-def kernel(fn: Any = None, *, name: str | None = None, known_block_size: Any = None) -> Any:
-    """Declares a GPU kernel. `known_block_size=[x, y, z]` promises the launch block."""
+def kernel(fn: Any = None, *, name: str | None = None, known_block_size: Any = None, maxnreg: Any = None,
+           minnctapersm: Any = None, fastmath: Any = False, contract: Any = True) -> Any:
+    """Declares a GPU kernel. `known_block_size=[x, y, z]` promises the launch block;
+    `maxnreg`, `minnctapersm`, `fastmath` and `contract` are compile hints (see
+    `KernelFunction`). Float `a * b + c` contracts to FMA unless `contract=False`."""
+    hints = {"maxnreg": maxnreg, "minnctapersm": minnctapersm, "fastmath": fastmath, "contract": contract}
     if fn is None:
-        return lambda f: KernelFunction(f, name=name, known_block_size=known_block_size)
-    return KernelFunction(fn, name=name, known_block_size=known_block_size)
+        return lambda f: KernelFunction(f, name=name, known_block_size=known_block_size, **hints)
+    return KernelFunction(fn, name=name, known_block_size=known_block_size, **hints)
 
 
 def jit(fn: Any = None, *, examples: list[Any] | None = None, reference: Any = None) -> Any:

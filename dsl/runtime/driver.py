@@ -213,6 +213,21 @@ def current_context(device: int | None = None) -> Context:
     return ctx
 
 
+_attributes: dict[tuple[int, str], int] = {}
+
+
+def device_attribute(ctx: Context, name: str) -> int:
+    """`CU_DEVICE_ATTRIBUTE_<NAME>` of the context's device, read once per device."""
+    key = (ctx.device, name)
+    value = _attributes.get(key)
+    if value is None:
+        drv = driver()
+        which = getattr(drv.CUdevice_attribute, "CU_DEVICE_ATTRIBUTE_" + name.upper())
+        dev = check(drv.cuDeviceGet(ctx.device), f"cuDeviceGet({ctx.device})")
+        value = _attributes[key] = int(check(drv.cuDeviceGetAttribute(which, dev), f"cuDeviceGetAttribute({name})"))
+    return value
+
+
 _COMPUTE_CAPABILITY_MAJOR, _COMPUTE_CAPABILITY_MINOR = 75, 76  # CUdevice_attribute values
 
 

@@ -195,6 +195,7 @@ class Runtime:
         self._device: int | None = None
         self._framework: str | None = None
         self._drv: Any = None  # cuda.bindings.driver, once a kernel is loaded
+        self._attributes: dict[tuple[int, str], int] = {}
 
     # -- what a generated launcher binds ------------------------------------------------------
 
@@ -358,6 +359,27 @@ class Runtime:
         if err:
             self._raise_launch_error(err, symbol, grid, block, smem)
         return fn
+
+    def device_attribute(self, name: str) -> int:
+        """`dsl.device_attribute(name)` in a launcher: of the device the arguments are on (the
+        current context's), read from the driver once per context."""
+        ctx = _context(self._device)
+        value = self._attributes.get((ctx.key, name))
+        if value is None:
+            value = self._attributes[(ctx.key, name)] = _driver_mod.device_attribute(ctx, name)
+        return value
+
+    @staticmethod
+    def argument_error(message: Any) -> ArgumentError:
+        """What a failing run-time `assert` of the jit function raises: the user's message."""
+        return ArgumentError(str(message))
+
+    def check_smem(self, symbol: str, grid: tuple, block: tuple, smem: int, required: int) -> None:
+        """Refuses a run-time `smem=` below what the kernel's shared arrays need (DSL205)."""
+        if smem < required:
+            raise LaunchError(f"launch smem={smem} is less than the {required} bytes allocated by SharedAllocator "
+                              f"in kernel '{symbol}'", kernel=symbol, grid=grid, block=block, smem=smem,
+                              range=self.launch_ranges.get(symbol), diagnostic_code="DSL205")
 
     def check_block(self, symbol: str, grid: tuple, block: tuple, known: tuple) -> None:
         """Refuses a run-time block that breaks the kernel's `known_block_size` (DSL202): the

@@ -7,6 +7,10 @@ lazily, packs the parameters, calls `cuLaunchKernel`, checks the CUresult), and 
 `launch(<params>, stream=None)`, which evaluates the grid, block and shared-memory
 expressions from the call's shapes and scalars and launches. Its text is the `launcher`
 stage; with the native path, the reader and the kernels are C (`dsl.runtime._fastpath`).
+
+The jit function's run-time `assert`s are checked in `launch` itself, after the arguments
+are read and before the first kernel launch, so they run on every path (the native reader
+and launches included) and a failing one launches nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +46,10 @@ def launcher_source(name: str, params: list[Any], state: Any, target: str) -> st
         if p.kind == "constexpr":
             lines.append(f"        {p.name} = {p.value!r}  # Constexpr")
     lines.append(f"        {', '.join([*unpacked, 'stream'])} = _read_args({', '.join([*names, 'stream'])})")
+    for check in state.checks:
+        r = check.range
+        lines.append(f"        if not {check.condition}:  # assert at {r.file.rsplit('/', 1)[-1]}:{r.line}")
+        lines.append(f"            raise rt.argument_error({check.message})")
     if not state.launches:
         lines.append("        pass  # launches no kernel")
     for launch in state.launches:
@@ -50,6 +58,9 @@ def launcher_source(name: str, params: list[Any], state: Any, target: str) -> st
         if launch.contract is not None:  # a run-time block must honour known_block_size
             lines.append(f"        rt.check_block({launch.kernel.symbol!r}, {launch.grid}, {launch.block}, "
                          f"{tuple(launch.contract)!r})")
+        if launch.smem_required is not None:  # a run-time smem= must cover the shared arrays
+            lines.append(f"        rt.check_smem({launch.kernel.symbol!r}, {launch.grid}, {launch.block}, "
+                         f"{launch.smem}, {launch.smem_required})")
         values = "".join(f", {expr}" for expr, _ in launch.args)
         var = kernels[(launch.kernel.symbol, launch.cluster)]
         lines.append(f"        {var}({launch.grid}, {launch.block}, {launch.smem}, stream{values})")

@@ -1,0 +1,71 @@
+"""Floating-point contraction and fast-math: a compiler decision applied before lowering.
+
+The tracer emits plain `arith.mulf` / `arith.addf`; which algebra the backend may use is
+decided here, per kernel, from its `@kernel(contract=..., fastmath=...)` hints:
+
+- `contract=True` (the default, as nvcc and Triton do): `a * b + c` may become one FMA
+  (`fma.rn.f32`, SASS `FFMA`): faster, and more accurate (one rounding, not two). The flag
+  goes on float multiplies, adds and subtracts; NVPTX fuses a multiply into an add when both
+  carry it. Without it NVPTX writes `mul.rn` / `add.rn`, which ptxas may not fuse either.
+- `fastmath=True` adds LLVM's other fast-math flags (reassoc, nnan, ninf, nsz, arcp, afn)
+  on every float arithmetic and math op: approximate division (`div.approx.f32`) and
+  reciprocals, reassociation, and the assumption that no value is NaN or infinite and that
+  the sign of zero does not matter.
+
+The flags are set on a copy of the traced module (the `traced` view shows the IR as the
+tracer built it; the `lowered` and `llvm` views show `contract` / `fast` on the ops).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlir import ir
+
+CONTRACTABLE = frozenset({"arith.mulf", "arith.addf", "arith.subf"})
+FAST_MATH_OPS = CONTRACTABLE | frozenset({
+    "arith.divf", "arith.remf", "arith.negf", "arith.cmpf", "arith.maximumf", "arith.minimumf",
+    "arith.maxnumf", "arith.minnumf",
+    "math.absf", "math.ceil", "math.cos", "math.sin", "math.tan", "math.tanh", "math.exp", "math.exp2",
+    "math.expm1", "math.log", "math.log2", "math.log10", "math.log1p", "math.sqrt", "math.rsqrt", "math.fma",
+    "math.floor", "math.powf", "math.round", "math.trunc", "math.atan", "math.atan2", "math.erf",
+})
+_FAST = ("reassoc", "nnan", "ninf", "nsz", "arcp", "afn")
+
+
+def float_flags(hints: dict[str, Any]) -> str:
+    """The `#arith.fastmath<...>` flags a kernel's hints ask for ('none' for strict IEEE)."""
+    flags = list(_FAST) if hints.get("fastmath") else []
+    if hints.get("contract", True):
+        flags.append("contract")
+    return ",".join(flags) or "none"
+
+
+def apply_float_flags(module: Any, flags_by_symbol: dict[str, str]) -> None:
+    """Sets the flags on the float ops of each `gpu.func` named in `flags_by_symbol`."""
+    wanted = {sym: flags for sym, flags in flags_by_symbol.items() if flags != "none"}
+    if not wanted:
+        return
+    attrs: dict[str, Any] = {}
+    for top in module.body.operations:
+        if top.operation.name != "gpu.module":
+            continue
+        for op in top.operation.regions[0].blocks[0].operations:
+            op = op.operation
+            if op.name != "gpu.func":
+                continue
+            flags = wanted.get(ir.StringAttr(op.attributes["sym_name"]).value)
+            if flags is None:
+                continue
+            if flags not in attrs:
+                attrs[flags] = ir.Attribute.parse(f"#arith.fastmath<{flags}>")
+            _mark(op, attrs[flags], CONTRACTABLE if "reassoc" not in flags else FAST_MATH_OPS)
+
+
+def _mark(func: Any, attr: Any, names: frozenset[str]) -> None:
+    def visit(op: Any) -> Any:
+        if op.name in names:
+            op.attributes["fastmath"] = attr
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
