@@ -2,19 +2,41 @@
 
 Everything here emits at the current MLIR insertion point and location (the tracer sets
 both), and raises `DSLTypeError` for mistakes so the tracer can point at the expression.
-Integer `//` and `%` truncate toward zero, as in C, CUDA and Triton.
+Integer `//` and `%` truncate toward zero, as in C, CUDA and Triton. fp8 values only
+convert (`fp8.py`); conversions that depend on the GPU read the target of the kernel being
+traced (`target_scope`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import operator
+from collections.abc import Iterator
 from typing import Any
 
 from mlir import ir
 
-from dsl.frontend import ops
+from dsl.frontend import fp8, ops
 from dsl.frontend.values import DSLTypeError, Scalar, Vector, type_name
-from dsl.language.types import DType, boolean, f32, i32, promote
+from dsl.language.types import DType, boolean, f16, f32, i32, promote
+
+_TARGET: contextvars.ContextVar[Any] = contextvars.ContextVar("kdsl_trace_target", default=None)
+
+
+@contextlib.contextmanager
+def target_scope(target: Any) -> Iterator[None]:
+    """While a kernel is traced: the `Target` its instructions must exist on."""
+    token = _TARGET.set(target)
+    try:
+        yield
+    finally:
+        _TARGET.reset(token)
+
+
+def current_target() -> Any:
+    """The target of the kernel being traced, or None where it is not known."""
+    return _TARGET.get()
 
 PY_OPS = {
     "Add": operator.add, "Sub": operator.sub, "Mult": operator.mul, "Div": operator.truediv,
@@ -34,6 +56,9 @@ SYMBOLS = {
 def constant(py: Any, dtype: DType) -> Scalar:
     """A constant of `dtype`; a float literal for an integer type is a type error."""
     ty = dtype.mlir_type()
+    if dtype.is_fp8:
+        bits = fp8.encode(float(py), dtype)
+        return Scalar(ops.constant(ty, bits - 256 if bits >= 128 else bits), dtype)
     if dtype.is_float:
         return Scalar(ops.constant(ty, float(py)), dtype)
     if isinstance(py, float) and not float(py).is_integer():
@@ -80,6 +105,8 @@ def cast(value: Any, to: DType) -> Scalar | Vector:
     """Explicit conversion between any two scalar types (vectors convert elementwise)."""
     if isinstance(value, Vector):
         src = value.dtype
+        if src == to:
+            return value
         ty = ir.VectorType.get([value.width], to.mlir_type())
         return Vector(_convert(value.value, src, to, ty), to, value.width)
     if not isinstance(value, Scalar):
@@ -94,6 +121,8 @@ def cast(value: Any, to: DType) -> Scalar | Vector:
 
 
 def _convert(v: Any, src: DType, to: DType, ty: Any) -> Any:
+    if src.is_fp8 or to.is_fp8:
+        return _convert_fp8(v, src, to, ty)
     if src.is_bool and not to.is_bool:
         if to.is_float:
             return ops.value("arith.uitofp", ty, v)
@@ -129,21 +158,55 @@ def _convert(v: Any, src: DType, to: DType, ty: Any) -> Any:
     return ops.value("arith.truncf", ty, v)
 
 
+def _convert_fp8(v: Any, src: DType, to: DType, ty: Any) -> Any:
+    """To or from fp8 through f16 (exact) and f32, with the target's cvt instructions."""
+    target = current_target()
+    fp8.check_target(target, src if src.is_fp8 else to)
+    native = target is not None  # else inline PTX: ptxas, not LLVM, meets a target without the cvt
+    shape = ir.VectorType(ty).shape if isinstance(ty, ir.VectorType) else None
+
+    def typed(d: DType) -> Any:
+        return ir.VectorType.get(shape, d.mlir_type()) if shape else d.mlir_type()
+
+    if src.is_fp8:
+        half = fp8.to_f16(v, src, native)
+        return half if to == f16 else _convert(half, f16, to, ty)
+    wide = v if src == f32 else _convert(v, src, f32, typed(f32))
+    return fp8.from_f32(wide, to, native)
+
+
+def _suggested_cast(a: DType, b: DType) -> DType:
+    """The type to cast to in a mixed-type message: the float one beside an integer."""
+    if a.is_float != b.is_float:
+        return a if a.is_float else b
+    return b
+
+
+def _no_fp8_arithmetic(ty: DType, what: str) -> None:
+    if ty.is_fp8:
+        raise DSLTypeError(f"'{what}' on {ty.name} values; fp8 is a storage type: convert to f16, bf16 or f32 "
+                           f"first, e.g. dsl.cast(x, dsl.f32)")
+
+
 def common(a: Any, b: Any, what: str) -> tuple[Any, Any, DType]:
     """Brings two operands to one type by the promotion rules (see `dsl.language.types`)."""
     if isinstance(a, Vector) or isinstance(b, Vector):
         return _common_vector(a, b, what)
     if isinstance(a, Scalar) and isinstance(b, Scalar):
+        for t in (a.dtype, b.dtype):
+            _no_fp8_arithmetic(t, what)
         ty = promote(a.dtype, b.dtype)
         if ty is None:
             raise DSLTypeError(
                 f"mixed types {a.dtype.name} and {b.dtype.name} in '{what}'; cast one explicitly, "
-                f"e.g. dsl.cast(x, dsl.{b.dtype.name})"
+                f"e.g. dsl.cast(x, dsl.{_suggested_cast(a.dtype, b.dtype).name})"
             )
         return cast(a, ty), cast(b, ty), ty
     if isinstance(a, Scalar):
+        _no_fp8_arithmetic(a.dtype, what)
         return a, to_scalar(b, a.dtype), a.dtype
     if isinstance(b, Scalar):
+        _no_fp8_arithmetic(b.dtype, what)
         return to_scalar(a, b.dtype), b, b.dtype
     raise DSLTypeError(f"unsupported operands {type_name(a)} and {type_name(b)} for '{what}'")
 
@@ -151,6 +214,9 @@ def common(a: Any, b: Any, what: str) -> tuple[Any, Any, DType]:
 def _common_vector(a: Any, b: Any, what: str) -> tuple[Any, Any, DType]:
     va = a if isinstance(a, Vector) else None
     vb = b if isinstance(b, Vector) else None
+    for v in (va, vb):
+        if v is not None:
+            _no_fp8_arithmetic(v.dtype, what)
     if va and vb:
         if va.dtype != vb.dtype or va.width != vb.width:
             raise DSLTypeError(f"mixed vector types {type_name(va)} and {type_name(vb)} in '{what}'")
@@ -245,6 +311,7 @@ def unary(op: str, a: Any) -> Any:
             raise DSLTypeError(f"unary {op} on {type_name(a)}: {err}") from None
     if op == "UAdd":
         return a
+    _no_fp8_arithmetic(a.dtype, {"USub": "-", "Not": "not", "Invert": "~"}.get(op, op))
     if op == "USub":
         if a.dtype.is_float:
             return _wrap(a, ops.same_type("arith.negf", a.value), a.dtype)
@@ -256,6 +323,33 @@ def unary(op: str, a: Any) -> Any:
             raise DSLTypeError(f"'~' on {a.dtype.name}")
         return binary("BitXor", a, -1 if a.dtype.is_signed else 2**a.dtype.bits - 1)
     raise DSLTypeError(f"unsupported unary operator {op}")
+
+
+def bitcast(value: Any, to: DType) -> Scalar | Vector:
+    """The same bits as `to`: a scalar when the widths match, else a vector of `to` lanes."""
+    if isinstance(value, bool | int | float):
+        value = to_scalar(value)
+    if not isinstance(value, Scalar | Vector):
+        raise DSLTypeError(f"dsl.bitcast needs a DSL value, got {type_name(value)}")
+    for t in (value.dtype, to):
+        if t.is_bool or t.kind == "index":
+            raise DSLTypeError(f"dsl.bitcast does not take {t.name} (its width is not its storage)")
+    bits = value.dtype.bits * (value.width if isinstance(value, Vector) else 1)
+    lanes, rest = divmod(bits, to.bits)
+    if rest or lanes not in (1, 2, 4, 8, 16):
+        raise DSLTypeError(f"dsl.bitcast of {bits} bits ({type_name(value)}) to {to.name} leaves "
+                           f"{bits / to.bits:g} lanes; it needs 1, 2, 4, 8 or 16")
+    if isinstance(value, Scalar) and lanes == 1:
+        if value.dtype.mlir_type() == to.mlir_type():
+            return Scalar(value.value, to)
+        return Scalar(ops.value("arith.bitcast", to.mlir_type(), value.value), to)
+    src = value.value
+    if isinstance(value, Scalar):  # a scalar to a vector: through a one-lane vector
+        src = ops.vector_from_elements(ir.VectorType.get([1], value.dtype.mlir_type()), [src])
+    out = ops.vector_bitcast(ir.VectorType.get([lanes], to.mlir_type()), src)
+    if lanes == 1:
+        return Scalar(ops.vector_extract(out, 0), to)
+    return Vector(out, to, lanes)
 
 
 def truth(value: Any) -> Scalar:

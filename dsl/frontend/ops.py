@@ -21,12 +21,13 @@ from mlir import ir
 from mlir._mlir_libs import _mlir
 
 # Enum cases as MLIR stores them (I64EnumAttr values from the dialects' .td files).
-CMPF_PREDICATES = {"oeq": 1, "ogt": 2, "oge": 3, "olt": 4, "ole": 5, "one": 6, "une": 13}
+CMPF_PREDICATES = {"oeq": 1, "ogt": 2, "oge": 3, "olt": 4, "ole": 5, "one": 6, "ord": 7, "une": 13, "uno": 14}
 CMPI_PREDICATES = {"eq": 0, "ne": 1, "slt": 2, "sle": 3, "sgt": 4, "sge": 5, "ult": 6, "ule": 7, "ugt": 8,
                    "uge": 9}
 ATOMIC_BIN_OPS = {"xchg": 0, "add": 1, "sub": 2, "_and": 3, "nand": 4, "_or": 5, "_xor": 6, "max": 7, "min": 8,
                   "umax": 9, "umin": 10, "fadd": 11, "fsub": 12, "fmax": 13, "fmin": 14}
 MONOTONIC = 2  # LLVM::AtomicOrdering::monotonic
+ATOMIC_ORDERINGS = {"monotonic": 2, "acquire": 4, "release": 5, "acq_rel": 6, "seq_cst": 7}
 
 
 _views_lock = threading.Lock()
@@ -131,6 +132,11 @@ def vector_from_elements(ty: Any, elements: Sequence[Any]) -> ir.Value:
     return value("vector.from_elements", ty, *elements)
 
 
+def vector_bitcast(result_type: Any, vec: Any) -> ir.Value:
+    """The same bits as another vector type (`vector<2xf16>` <-> `vector<1xi32>`)."""
+    return value("vector.bitcast", result_type, vec)
+
+
 # --- gpu -----------------------------------------------------------------------------------
 
 def gpu_dimension(name: str, dim: str) -> ir.Value:
@@ -179,18 +185,75 @@ def llvm_global(array_type: Any, symbol: str, linkage: str, alignment: int, addr
         "addr_space": i32_attr(addr_space)}, regions=1)
 
 
-def llvm_atomicrmw(bin_op: str, address: Any, operand: Any) -> ir.Value:
-    """A relaxed (monotonic) read-modify-write; returns the old value."""
-    return value("llvm.atomicrmw", operand.type, address, operand, bin_op=i64_attr(ATOMIC_BIN_OPS[bin_op]),
-                 ordering=i64_attr(MONOTONIC))
+def llvm_atomicrmw(bin_op: str, address: Any, operand: Any, ordering: str = "monotonic",
+                   syncscope: str | None = None) -> ir.Value:
+    """A read-modify-write (relaxed unless told); returns the old value.
+
+    `syncscope` is LLVM's NVPTX scope name ("block", "cluster", "device"; None = system).
+    """
+    attrs = {"bin_op": i64_attr(ATOMIC_BIN_OPS[bin_op]), "ordering": i64_attr(ATOMIC_ORDERINGS[ordering])}
+    if syncscope:
+        attrs["syncscope"] = ir.StringAttr.get(syncscope)
+    return value("llvm.atomicrmw", operand.type, address, operand, **attrs)
 
 
-def llvm_cmpxchg_old(address: Any, compare: Any, new: Any) -> ir.Value:
-    """A relaxed compare-and-swap; returns the old value (element 0 of the {old, ok} pair)."""
+def llvm_cmpxchg_old(address: Any, compare: Any, new: Any, ordering: str = "monotonic",
+                     syncscope: str | None = None) -> ir.Value:
+    """A compare-and-swap (relaxed unless told); returns the old value (element 0 of {old, ok}).
+
+    The failure ordering is the load half of `ordering` (acquire for acquire and acq_rel).
+    """
+    failure = "acquire" if ordering in ("acquire", "acq_rel", "seq_cst") else "monotonic"
+    attrs = {"success_ordering": i64_attr(ATOMIC_ORDERINGS[ordering]),
+             "failure_ordering": i64_attr(ATOMIC_ORDERINGS[failure])}
+    if syncscope:
+        attrs["syncscope"] = ir.StringAttr.get(syncscope)
     pair_type = ir.Type.parse(f"!llvm.struct<({compare.type}, i1)>")
-    pair = value("llvm.cmpxchg", pair_type, address, compare, new, success_ordering=i64_attr(MONOTONIC),
-                 failure_ordering=i64_attr(MONOTONIC))
+    pair = value("llvm.cmpxchg", pair_type, address, compare, new, **attrs)
     return value("llvm.extractvalue", compare.type, pair, position=ir.DenseI64ArrayAttr.get([0]))
+
+
+def llvm_inline_asm(result_type: Any, asm: str, constraints: str, operands: Sequence[Any],
+                    side_effects: bool = True) -> ir.Value:
+    """Inline PTX; with side effects it is never moved, merged or dropped by LLVM."""
+    attrs = {"has_side_effects": ir.UnitAttr.get()} if side_effects else {}
+    return value("llvm.inline_asm", result_type, *operands, asm_string=ir.StringAttr.get(asm),
+                 constraints=ir.StringAttr.get(constraints), **attrs)
+
+
+# --- nvvm ----------------------------------------------------------------------------------
+
+FULL_WARP = -1  # the member mask of all 32 lanes, as a signless i32
+
+
+def nvvm_vote(kind: str, mask: Any, predicate: Any) -> ir.Value:
+    """`vote.sync` (kind any, all, uni: i1; ballot: the i32 mask of lanes voting true)."""
+    i = ir.IntegerType.get_signless(32 if kind == "ballot" else 1)
+    return value("nvvm.vote.sync", i, mask, predicate, kind=parsed(f"#nvvm<vote_sync_kind {kind}>"))
+
+
+def nvvm_match_any(mask: Any, operand: Any) -> ir.Value:
+    """`match.any.sync` on an i32 or i64: the mask of lanes holding the same bits."""
+    return value("nvvm.match.sync", ir.IntegerType.get_signless(32), mask, operand,
+                 kind=parsed("#nvvm<match_sync_kind any>"))
+
+
+def nvvm_redux(kind: str, operand: Any, mask: Any) -> ir.Value:
+    """`redux.sync` on an i32 (kind add, min, max, umin, umax, and, or, xor); sm_80+."""
+    return value("nvvm.redux.sync", operand.type, operand, mask, kind=parsed(f"#nvvm<redux_kind {kind}>"))
+
+
+def nvvm_f32x2_to_f8x2(hi: Any, lo: Any, fp8_type: Any) -> ir.Value:
+    """`cvt.rn.satfinite.{e4m3,e5m2}x2.f32`: an i16 holding `hi` in its upper byte, `lo` below."""
+    return value("nvvm.convert.f32x2.to.f8x2", ir.IntegerType.get_signless(16), hi, lo,
+                 dstTy=ir.TypeAttr.get(fp8_type), rnd=parsed("#nvvm.fp_rnd_mode<rn>"),
+                 sat=parsed("#nvvm.sat_mode<satfinite>"), relu=ir.BoolAttr.get(False))
+
+
+def nvvm_f8x2_to_f16x2(pair: Any, fp8_type: Any) -> ir.Value:
+    """`cvt.rn.f16x2.{e4m3,e5m2}x2`: a vector<2xi8> of fp8 bits to vector<2xf16>, exactly."""
+    return value("nvvm.convert.f8x2.to.f16x2", ir.VectorType.get([2], ir.F16Type.get()), pair,
+                 srcType=ir.TypeAttr.get(fp8_type), relu=ir.BoolAttr.get(False))
 
 
 # --- scf -----------------------------------------------------------------------------------

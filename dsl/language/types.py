@@ -11,6 +11,9 @@ binary operations (documented in the README):
    DSL301.
 4. Two float types widen to the wider one (f16 with bf16 becomes f32).
 5. Integer with float, and bool with arithmetic, are DSL301: write the cast.
+6. The fp8 types `f8e4m3` and `f8e5m2` are storage types: they load, store, shuffle and
+   convert (explicitly, on sm_89 and newer), but take part in no arithmetic and no
+   promotion; convert to f16, bf16 or f32 first.
 """
 
 from __future__ import annotations
@@ -44,16 +47,24 @@ class DType:
         return self.kind == "bool"
 
     @property
+    def is_fp8(self) -> bool:
+        return self.kind == "float" and self.bits == 8
+
+    @property
     def nbytes(self) -> int:
         return max(1, self.bits // 8)
 
     def mlir_type(self) -> Any:
-        """The MLIR type; ints of either signedness are signless, as MLIR wants."""
+        """The MLIR type; ints of either signedness are signless, as MLIR wants.
+
+        fp8 values are kept as their i8 bits: the LLVM dialect has no fp8 type, and the
+        conversions that give them meaning are explicit instructions (`cvt ... e4m3x2`).
+        """
         from mlir import ir
 
         if self.kind == "index":
             return ir.IndexType.get()
-        if self.kind == "float":
+        if self.kind == "float" and self.bits > 8:
             return {
                 "f16": ir.F16Type.get,
                 "bf16": ir.BF16Type.get,
@@ -82,15 +93,18 @@ f16 = DType("f16", "float", 16)
 bf16 = DType("bf16", "float", 16)
 f32 = DType("f32", "float", 32)
 f64 = DType("f64", "float", 64)
+f8e4m3 = DType("f8e4m3", "float", 8)  # OCP E4M3 "fn": no infinities, max 448, NaN 0x7F / 0xFF
+f8e5m2 = DType("f8e5m2", "float", 8)  # OCP E5M2: IEEE-like, max 57344, with infinities
 index = DType("index", "index", 64)
 
 # Annotation-style aliases, as kernel authors know them from CuTe DSL and FlyDSL.
 Boolean, Int8, Int16, Int32, Int64 = boolean, i8, i16, i32, i64
 Uint8, Uint16, Uint32, Uint64 = u8, u16, u32, u64
 Float16, BFloat16, Float32, Float64, Index = f16, bf16, f32, f64, index
+Float8E4M3, Float8E5M2 = f8e4m3, f8e5m2
 
 SCALAR_TYPES: dict[str, DType] = {
-    t.name: t for t in (boolean, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, index)
+    t.name: t for t in (boolean, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, f8e4m3, f8e5m2, index)
 }
 
 # Names that array libraries use for their dtypes (torch.float32, cupy/numpy 'float32', ...).
@@ -98,7 +112,7 @@ _FOREIGN_DTYPE_NAMES = {
     "bool": boolean, "int8": i8, "int16": i16, "int32": i32, "int64": i64,
     "uint8": u8, "uint16": u16, "uint32": u32, "uint64": u64,
     "float16": f16, "half": f16, "bfloat16": bf16, "float32": f32, "float": f32,
-    "float64": f64, "double": f64,
+    "float64": f64, "double": f64, "float8_e4m3fn": f8e4m3, "float8_e5m2": f8e5m2,
 }
 
 
@@ -114,6 +128,8 @@ def promote(a: DType, b: DType) -> DType | None:
     """The common type of two DSL values under the rules above, or None if they don't mix."""
     if a == b:
         return a
+    if a.is_fp8 or b.is_fp8:  # storage types: converted explicitly, never promoted
+        return None
     if a.is_float and b.is_float:
         if a.bits == b.bits:  # f16 with bf16
             return f32

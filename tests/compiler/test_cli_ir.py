@@ -42,7 +42,7 @@ def test_diagnostics_on_stderr_and_nonzero_exit(tmp_path):
     out = run(str(bad), "--stage", "traced")
     assert out.returncode == 1
     assert out.stderr.strip().splitlines() == [
-        f"{bad}:6:12: DSL301 mixed types f32 and i32 in '+'; cast one explicitly, e.g. dsl.cast(x, dsl.i32)"]
+        f"{bad}:6:12: DSL301 mixed types f32 and i32 in '+'; cast one explicitly, e.g. dsl.cast(x, dsl.f32)"]
 
 
 def test_unknown_function_is_a_usage_error():
