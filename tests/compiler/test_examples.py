@@ -11,13 +11,17 @@ import dsl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FILES = sorted(p for p in EXAMPLES.glob("*.py") if p.name != "reductions.py")
+# Diagnostics an example shows by design: the register-tiled matmul keeps 64 accumulators per
+# thread (128 registers), so its occupancy is 25%, as with a CUDA-core SGEMM.
+EXPECTED = {"matmul_tiled": ["DSL502"]}
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_example_compiles_to_ptx(path, monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLES))
     report = dsl.analyze_source(path.read_text(), str(path))
-    assert report.all_diagnostics() == []
+    assert [d.code for d in report.all_diagnostics()] == EXPECTED.get(path.stem, []), \
+        [d.format() for d in report.all_diagnostics()]
     kinds = sorted(f.kind for f in report.functions)
     assert kinds.count("jit") >= 1 and kinds.count("kernel") >= 1
     for fn in report.functions:
@@ -28,4 +32,5 @@ def test_example_compiles_to_ptx(path, monkeypatch):
 
 
 def test_examples_cover_the_promised_kernels():
-    assert {p.stem for p in FILES} >= {"vector_add", "saxpy", "row_sum", "softmax", "layernorm", "transpose"}
+    assert {p.stem for p in FILES} >= {"vector_add", "saxpy", "row_sum", "softmax", "layernorm", "transpose",
+                                      "gelu_bf16", "fp8_quantize", "linear_search", "matmul_tiled"}
