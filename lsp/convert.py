@@ -5,6 +5,11 @@ characters. LSP positions are 0-based lines and columns counted in UTF-16 code u
 any line holding characters outside the Basic Multilingual Plane (emoji, some CJK) needs
 the document's text to convert. Handlers pass the text (or its lines) they analysed;
 nothing else in the server builds LSP ranges, diagnostics or edits by hand.
+
+Lines are LSP's (`lsp.text_model`: they end only at `\n`, `\r\n`, `\r`), given as a
+string or as a sequence of lines with or without their endings. Every range built here is
+clamped to the document: a diagnostic computed for an older text, or a syntax error at the
+end of the file, never points past the last line or past the end of a line.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from lsprotocol import types
 from pygls import uris
 
 from dsl.diagnostics import CATALOGUE, Diagnostic, Fix, Severity, SourceRange
+from lsp.text_model import column_to_utf16, line_content, split_lines, utf16_to_column
 
 SOURCE = "kdsl"
 
@@ -30,43 +36,41 @@ Lines = Sequence[str]
 
 
 def source_lines(text: str | Lines) -> Lines:
-    """The document's lines without their endings, as `to_lsp_*` helpers take them."""
-    return text.splitlines() if isinstance(text, str) else text
-
-
-def _utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _line(lines: Lines, index: int) -> str:
-    return lines[index] if 0 <= index < len(lines) else ""
+    """The document's LSP lines, as `to_lsp_*` helpers take them."""
+    return split_lines(text) if isinstance(text, str) else text
 
 
 def to_lsp_position(line: int, column: int, text: str | Lines) -> types.Position:
-    """1-based `line`, 0-based character `column` -> LSP position (0-based, UTF-16 units)."""
+    """1-based `line`, 0-based character `column` -> LSP position (0-based, UTF-16 units),
+    clamped to the document (no lines at all means another file we could not read: the
+    position passes through)."""
     lines = source_lines(text)
     index = max(line - 1, 0)
-    content = _line(lines, index)
-    return types.Position(line=index, character=_utf16_len(content[: max(column, 0)]))
+    if not lines:
+        return types.Position(line=index, character=max(column, 0))
+    if index >= len(lines):
+        index = len(lines) - 1
+        content = line_content(lines[index])
+        return types.Position(line=index, character=column_to_utf16(content, len(content)))
+    content = line_content(lines[index])
+    return types.Position(line=index, character=column_to_utf16(content, min(max(column, 0), len(content))))
 
 
 def to_lsp_range(rng: SourceRange, text: str | Lines) -> types.Range:
     lines = source_lines(text)
-    return types.Range(
-        start=to_lsp_position(rng.line, rng.column, lines),
-        end=to_lsp_position(rng.end_line, rng.end_column, lines),
-    )
+    start = to_lsp_position(rng.line, rng.column, lines)
+    end = to_lsp_position(rng.end_line, rng.end_column, lines)
+    if (end.line, end.character) < (start.line, start.character):
+        end = start
+    return types.Range(start=start, end=end)
 
 
 def from_lsp_position(position: types.Position, text: str | Lines) -> tuple[int, int]:
-    """LSP position -> (1-based line, 0-based character column), the inverse of `to_lsp_position`."""
-    content = _line(source_lines(text), position.line)
-    units = 0
-    for column, char in enumerate(content):
-        if units >= position.character:
-            return position.line + 1, column
-        units += 2 if ord(char) > 0xFFFF else 1
-    return position.line + 1, len(content)
+    """LSP position -> (1-based line, 0-based character column), the inverse of `to_lsp_position`;
+    a character past the end of its line means the end of the line."""
+    lines = source_lines(text)
+    content = line_content(lines[position.line]) if 0 <= position.line < len(lines) else ""
+    return position.line + 1, utf16_to_column(content, position.character)
 
 
 def path_to_uri(path: str) -> str:
@@ -83,7 +87,7 @@ def _lines_of(rng: SourceRange, path: str, lines: Lines) -> Lines:
         return lines
     try:
         with open(rng.file, encoding="utf-8") as f:
-            return f.read().splitlines()
+            return split_lines(f.read())
     except OSError:
         return ()  # no text: columns pass through unchanged for ASCII-only lines
 

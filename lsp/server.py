@@ -5,6 +5,11 @@
 Handlers live in `lsp.features`, one module per handler group, each with a
 `register(server)` function; they stay thin and call pure helpers.
 
+Every feature handler is registered through `KdslLanguageServer.feature`, which guards it:
+an exception in a handler (code nested too deeply for `ast`, a bug) is one logged line and
+no result, never a traceback sent to the client. The transport and the JSON-RPC lifecycle
+are `lsp.framing` and `lsp.protocol`.
+
 Start it with `python -m lsp`, `kdsl lsp` (stdio, the default) or `--tcp HOST:PORT`.
 """
 
@@ -12,16 +17,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import sys
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+import traceback
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from lsp.protocol import KdslProtocol, SafeWriter, pump_stream, serve_stdio
 from lsp.session import DocumentStore
-from lsp.settings import Settings, parse_settings
+from lsp.settings import ConfigurationPull, Settings, make_worker, parse_settings, worker_options
 
 if TYPE_CHECKING:
     from dsl.compiler.artifacts import ModuleReport
@@ -29,15 +37,107 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
+CLOSE_TIMEOUT_S = 5.0
+
+
+def guarded(method: str, handler: F) -> F:
+    """`handler`, answering None (and logging one line) instead of raising."""
+
+    def failed(exc: Exception) -> None:
+        where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+        at = f" at {where[0].filename}:{where[0].lineno}" if where else ""
+        log.error("%s failed: %s: %s%s", method, type(exc).__name__, str(exc)[:200], at)
+
+    if asyncio.iscoroutinefunction(handler):
+
+        @functools.wraps(handler)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await handler(*args, **kwargs)
+            except Exception as exc:
+                failed(exc)
+                return None
+
+        return run_async  # type: ignore[return-value]
+
+    @functools.wraps(handler)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return handler(*args, **kwargs)
+        except Exception as exc:
+            failed(exc)
+            return None
+
+    return run  # type: ignore[return-value]
 
 
 class KdslLanguageServer(LanguageServer):
+    protocol: KdslProtocol
+
     def __init__(self) -> None:
-        super().__init__("kdsl", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "kdsl",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=KdslProtocol,
+        )
         self.settings = Settings()
         self.documents = DocumentStore()
         self._worker: AnalysisWorker | None = None  # one warm child serves every document, in turn
         self._background: set[asyncio.Future[None]] = set()
+        self.configuration = ConfigurationPull()  # lsp.settings: the workspace/configuration pull
+
+    def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]:
+        register = super().feature(feature_name, options)
+
+        def decorator(handler: F) -> F:
+            register(guarded(feature_name, handler))
+            return handler
+
+        return decorator
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        log.error("%s", error)  # already logged where it happened; no pop-up per failure
+
+    # -- transports ---------------------------------------------------------------------------
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> int:  # type: ignore[override]
+        """Serves stdin/stdout until `exit`, EOF or the client's death; returns the exit code."""
+        return serve_stdio(self.protocol, self._serve)
+
+    def start_tcp(self, host: str, port: int) -> int:  # type: ignore[override]
+        """Serves the first client that connects, then exits like `start_io`."""
+
+        async def run() -> int:
+            connected: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]]
+            connected = asyncio.get_running_loop().create_future()
+            server = await asyncio.start_server(
+                lambda r, w: connected.done() or connected.set_result((r, w)), host, port
+            )
+            reader, writer = await connected
+            server.close()
+            inbox: asyncio.Queue[bytes] = asyncio.Queue()
+            self.protocol.set_writer(SafeWriter(writer, lambda: self.protocol.request_exit(1)))
+            pump = asyncio.ensure_future(pump_stream(reader, inbox))
+            try:
+                return await self._serve(self.protocol.serve(inbox))
+            finally:
+                pump.cancel()
+                writer.close()
+
+        return asyncio.run(run())
+
+    async def _serve(self, serving: Awaitable[int]) -> int:
+        try:
+            return await serving
+        finally:  # `exit` without `shutdown`, EOF or a dead client: still stop the user's code
+            for state in self.documents.all():
+                self.documents.close(state.uri)
+            try:
+                await asyncio.wait_for(self.close_worker(), CLOSE_TIMEOUT_S)
+            except Exception as exc:
+                log.warning("the analysis worker did not close cleanly: %s", exc)
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -47,10 +147,7 @@ class KdslLanguageServer(LanguageServer):
         for problem in problems:
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=problem))
         changed = new != self.settings
-        limits_changed = (new.timeout_seconds, new.memory_limit_mb) != (
-            self.settings.timeout_seconds,
-            self.settings.memory_limit_mb,
-        )
+        limits_changed = worker_options(new) != worker_options(self.settings)
         self.settings = new
         if limits_changed and self._worker is not None:
             old, self._worker = self._worker, None
@@ -67,15 +164,16 @@ class KdslLanguageServer(LanguageServer):
 
     def worker(self) -> AnalysisWorker:
         if self._worker is None:
-            from lsp.worker import AnalysisWorker
-
-            self._worker = AnalysisWorker(
-                timeout=self.settings.timeout_seconds, memory_mb=self.settings.memory_limit_mb
-            )
+            self._worker = make_worker(self.settings)
         return self._worker
 
     async def analyze(self, text: str, path: str) -> ModuleReport:
         """Runs the compiler tier on `text` in the worker; cancelling this kills the user code."""
+        await self.configuration.ready()  # the pulled settings may withdraw trust: wait for them
+        if not self.settings.trusted:
+            from dsl.compiler.artifacts import ModuleReport
+
+            return ModuleReport(path)
         return await self.worker().analyze(text, path, self.settings.target)
 
     async def warm_up(self) -> None:
@@ -104,6 +202,7 @@ def make_server() -> KdslLanguageServer:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: KdslLanguageServer, params: types.InitializedParams) -> None:
+        ls.configuration.start(ls)
         if ls.settings.trusted:  # import the compiler in the worker while the user reads the file
             ls.spawn(ls.warm_up())
 
@@ -133,7 +232,5 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not port.isdigit():
             print(f"kdsl lsp: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
             return 2
-        server.start_tcp(host or "127.0.0.1", int(port))
-    else:
-        server.start_io()
-    return 0
+        return server.start_tcp(host or "127.0.0.1", int(port))
+    return server.start_io()

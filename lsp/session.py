@@ -7,15 +7,24 @@ snapshot `(text, version)` and never touches the state; its result comes back th
 `DocumentStore.accept_report`, which drops it unless the document is still open and still at
 that version. A newer edit cancels the older analysis before scheduling its own, so at most
 one analysis per document is in flight.
+
+The text lives in a `TextBuffer` (LSP's line model); `DocumentStore.change` applies the
+client's edits to it and refuses a version that does not increase, so the version every
+publication carries is never older than the text it describes.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from lsprotocol import types
 
 from dsl.compiler.artifacts import ModuleReport
 from dsl.diagnostics import Diagnostic
+from lsp.static_tier import DocumentIndex
+from lsp.text_model import TextBuffer
 
 
 @dataclass
@@ -23,13 +32,24 @@ class DocumentState:
     uri: str
     path: str
     version: int
-    text: str
+    buffer: TextBuffer
     static_diagnostics: list[Diagnostic] = field(default_factory=list)
     report: ModuleReport | None = None  # latest compiler-tier result, possibly for an older version
     report_version: int | None = None
     report_text: str | None = None  # the text `report` was computed from (its ranges refer to it)
     analysis: asyncio.Task[None] | None = None  # the debounced compiler-tier run, if any
+    static_run: asyncio.Task[None] | None = None  # the instant tier of a big document, if running
     fresh: asyncio.Event = field(default_factory=asyncio.Event)  # set once `report` is for `version`
+    index: DocumentIndex = field(default_factory=DocumentIndex)  # static results per group of lines
+
+    @property
+    def text(self) -> str:
+        return self.buffer.text
+
+    @property
+    def lines(self) -> Sequence[str]:
+        """The lines with their endings, as `lsp.convert` takes them (cheaper than `text`)."""
+        return self.buffer.lines
 
     @property
     def report_is_current(self) -> bool:
@@ -50,21 +70,35 @@ class DocumentStore:
 
     def open(self, uri: str, path: str, version: int, text: str) -> DocumentState:
         self.close(uri)
-        state = DocumentState(uri=uri, path=path, version=version, text=text)
+        state = DocumentState(uri=uri, path=path, version=version, buffer=TextBuffer(text))
         self._docs[uri] = state
         return state
 
-    def change(self, uri: str, version: int, text: str) -> DocumentState | None:
-        """Records a new version; cancels the analysis of the old one and wakes its waiters."""
+    def change(
+        self, uri: str, version: int, changes: Sequence[types.TextDocumentContentChangeEvent]
+    ) -> tuple[DocumentState | None, list[str]]:
+        """Applies `changes` as the new `version`; returns the state (None when nothing
+        changed) and what was wrong with the request. Cancels the old version's analysis and
+        wakes its waiters."""
         state = self._docs.get(uri)
         if state is None:
-            return None
+            return None, [f"{uri} is not open"]
+        if version <= state.version:
+            return None, [f"version {version} of {uri} is not newer than {state.version}; change ignored"]
+        problems: list[str] = []
+        for change in changes:
+            if isinstance(change, types.TextDocumentContentChangePartial):
+                rng = change.range
+                problems += state.buffer.apply(
+                    (rng.start.line, rng.start.character), (rng.end.line, rng.end.character), change.text
+                )
+            else:
+                state.buffer.replace_all(change.text)
         self._cancel(state)
         state.version = version
-        state.text = text
         state.fresh.set()  # waiters for the old version wake up and see it is gone
         state.fresh = asyncio.Event()
-        return state
+        return state, problems
 
     def close(self, uri: str) -> None:
         state = self._docs.pop(uri, None)
@@ -86,6 +120,7 @@ class DocumentStore:
 
     @staticmethod
     def _cancel(state: DocumentState) -> None:
-        if state.analysis is not None and not state.analysis.done():
-            state.analysis.cancel()
-        state.analysis = None
+        for task in (state.analysis, state.static_run):
+            if task is not None and not task.done():
+                task.cancel()
+        state.analysis = state.static_run = None

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from dsl.diagnostics import Diagnostic
-from lsp.convert import ranges_overlap, source_lines, to_command_action, to_lsp_range, to_quick_fixes
+from lsp.convert import ranges_overlap, to_command_action, to_lsp_range, to_quick_fixes
 from lsp.features.code_lens import COMPILE, RUN
 from lsp.features.diagnostics import diagnostics_of
-from lsp.features.symbols import dsl_functions
+from lsp.features.symbols import DslFunction
 from lsp.session import DocumentState
 
 if TYPE_CHECKING:
@@ -34,8 +34,9 @@ def code_actions(
     rng: types.Range,
     only: list[str] | None,
     trusted: bool,
+    functions: list[DslFunction] | None = None,
 ) -> list[types.CodeAction]:
-    lines = source_lines(state.text)
+    lines = state.lines
     actions: list[types.CodeAction] = []
     if _wanted(only, types.CodeActionKind.QuickFix):
         for diag in diagnostics:
@@ -43,7 +44,9 @@ def code_actions(
                 actions.extend(to_quick_fixes(diag, lines, state.uri, state.path))
     if trusted and _wanted(only, types.CodeActionKind.Source):
         line = rng.start.line + 1
-        for fn in dsl_functions(state.text, state.path):
+        if functions is None:
+            functions = state.index.functions(state.buffer, state.version, state.path)
+        for fn in functions:
             if fn.range.contains_line(line):
                 actions.append(to_command_action(f"Compile {fn.name}", COMPILE, [state.uri, fn.name]))
                 actions.append(to_command_action(f"Run {fn.name} on GPU", RUN, [state.uri, fn.name]))
@@ -57,11 +60,14 @@ def register(server: KdslLanguageServer) -> None:
             code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source]
         ),
     )
-    def code_action(ls: KdslLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def code_action(ls: KdslLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         state = ls.documents.get(params.text_document.uri)
         if state is None:
             return []
         only = [str(k) for k in params.context.only] if params.context.only else None
+        functions = await state.index.functions_async(state.buffer, state.version, state.path)
+        if ls.documents.get(params.text_document.uri) is not state:
+            return []
         return code_actions(
-            state, diagnostics_of(state, current_only=True), params.range, only, ls.settings.trusted
+            state, diagnostics_of(state, current_only=True), params.range, only, ls.settings.trusted, functions
         )

@@ -7,6 +7,7 @@ a client-side command of the VS Code extension; other editors ignore it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -14,7 +15,7 @@ from lsprotocol import types
 from dsl.compiler.artifacts import FunctionReport, ModuleReport
 from lsp.convert import source_lines, to_lsp_range
 from lsp.features.diagnostics import current_report
-from lsp.features.symbols import dsl_functions
+from lsp.features.symbols import DslFunction, dsl_functions
 
 if TYPE_CHECKING:
     from lsp.server import KdslLanguageServer
@@ -42,11 +43,17 @@ def summary(fn: FunctionReport | None, trusted: bool) -> str:
 
 
 def code_lenses(
-    text: str, path: str, uri: str, report: ModuleReport | None, trusted: bool
+    text: str | Sequence[str],
+    path: str,
+    uri: str,
+    report: ModuleReport | None,
+    trusted: bool,
+    functions: list[DslFunction] | None = None,
 ) -> list[types.CodeLens]:
+    """Four lenses per function of `functions` (default: those of `text`, then a string)."""
     lines = source_lines(text)
     lenses: list[types.CodeLens] = []
-    for fn in dsl_functions(text, path):
+    for fn in dsl_functions(str(text), path) if functions is None else functions:
         rng = to_lsp_range(fn.name_range, lines)
         fn_report = report.function(fn.name) if report is not None else None
         for title, command in (
@@ -75,4 +82,5 @@ def register(server: KdslLanguageServer) -> None:
         # let `workspace/codeLens/refresh` bring the new one.
         report = state.report if state.report is not None else await current_report(ls, uri)
         state = ls.documents.get(uri) or state
-        return code_lenses(state.text, state.path, uri, report, ls.settings.trusted)
+        functions = await state.index.functions_async(state.buffer, state.version, state.path)
+        return code_lenses(state.lines, state.path, uri, report, ls.settings.trusted, functions)

@@ -8,7 +8,12 @@ version, or after the document closed, is dropped. Every publication carries the
 it describes.
 
 Until the compiler tier catches up, the previous report's diagnostics stay published next
-to the fresh static ones, so squiggles do not flicker off on every keystroke.
+to the fresh static ones, so squiggles do not flicker off on every keystroke (their ranges
+are clamped to the current text). Syntax errors (DSL003) come from the instant tier only:
+it parses exactly the current buffer, while a report may describe an older one.
+
+`kdsl/text {uri}` -> `{version, text}` answers what the server holds for a document, so a
+client (or a test) can check that both sides agree.
 """
 
 from __future__ import annotations
@@ -16,15 +21,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from dsl.compiler.artifacts import ModuleReport
 from dsl.diagnostics import Diagnostic
-from lsp.analysis import merge, static_diagnostics
+from lsp.analysis import merge
 from lsp.convert import to_lsp_diagnostic, uri_to_path
 from lsp.session import DocumentState
+from lsp.static_tier import LARGE_DOCUMENT
 
 if TYPE_CHECKING:
     from lsp.server import KdslLanguageServer
@@ -33,25 +39,50 @@ log = logging.getLogger(__name__)
 
 # How long a request that needs compiler results (hover, IR, lenses) waits for them.
 REPORT_WAIT_S = 30.0
+TEXT_REQUEST = "kdsl/text"
 
 
 def diagnostics_of(state: DocumentState, *, current_only: bool = False) -> list[Diagnostic]:
     """Static plus compiler diagnostics; `current_only` leaves out a report for an older version
     (its ranges may no longer fit the text, which matters when applying its fixes)."""
     report = state.report if state.report_is_current or not current_only else None
-    return list(merge(state.static_diagnostics, report))
+    compiled = [d for d in report.all_diagnostics() if d.code != "DSL003"] if report is not None else []
+    return list(merge(state.static_diagnostics, compiled))
 
 
 def publish(ls: KdslLanguageServer, state: DocumentState) -> None:
-    diagnostics = [to_lsp_diagnostic(d, state.text, state.uri, state.path) for d in diagnostics_of(state)]
+    lines = state.lines
+    diagnostics = [to_lsp_diagnostic(d, lines, state.uri, state.path) for d in diagnostics_of(state)]
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=state.uri, diagnostics=diagnostics, version=state.version)
     )
 
 
 def check(ls: KdslLanguageServer, state: DocumentState, *, debounce: bool = True) -> None:
-    """Runs the instant tier, publishes, and schedules the compiler tier."""
-    state.static_diagnostics = static_diagnostics(state.text, state.path)
+    """Runs the instant tier, publishes, and schedules the compiler tier.
+
+    A big document's instant tier runs as a task that yields after each group it checks
+    (`lsp.static_tier`), so opening 5 MB does not stop the server answering; a keystroke
+    re-checks one group and publishes within a few event-loop turns."""
+    if state.buffer.size < LARGE_DOCUMENT:
+        state.static_diagnostics = state.index.static_diagnostics(state.buffer, state.version, state.path)
+        _checked(ls, state, debounce)
+        return
+    if state.static_run is not None and not state.static_run.done():
+        state.static_run.cancel()
+    state.static_run = asyncio.ensure_future(_check_large(ls, state, debounce))
+
+
+async def _check_large(ls: KdslLanguageServer, state: DocumentState, debounce: bool) -> None:
+    version = state.version
+    found = await state.index.static_diagnostics_async(state.buffer, version, state.path)
+    # Runs late: publish only if the document is still open at this version.
+    if ls.documents.get(state.uri) is state and state.version == version:
+        state.static_diagnostics = found
+        _checked(ls, state, debounce)
+
+
+def _checked(ls: KdslLanguageServer, state: DocumentState, debounce: bool) -> None:
     publish(ls, state)
     if ls.settings.trusted:
         delay = ls.settings.debounce_ms / 1000 if debounce else 0.0
@@ -122,9 +153,11 @@ def register(server: KdslLanguageServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: KdslLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
-        # pygls has already applied the changes to its workspace copy of the document.
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        state = ls.documents.change(doc.uri, params.text_document.version, doc.source)
+        doc = params.text_document
+        state, problems = ls.documents.change(doc.uri, doc.version, params.content_changes)
+        for problem in problems:  # the client's text and ours may differ now: say so
+            log.warning("didChange: %s", problem)
+            ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=problem))
         if state is not None:
             check(ls, state)
 
@@ -141,6 +174,12 @@ def register(server: KdslLanguageServer) -> None:
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )
+
+    @server.feature(TEXT_REQUEST)
+    def text(ls: KdslLanguageServer, params: Any) -> dict[str, Any] | None:
+        uri = params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
+        state = ls.documents.get(uri) if isinstance(uri, str) else None
+        return {"version": state.version, "text": state.text} if state is not None else None
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: KdslLanguageServer, params: types.DidChangeConfigurationParams) -> None:

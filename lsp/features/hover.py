@@ -23,7 +23,7 @@ from lsprotocol import types
 
 from dsl.compiler.artifacts import CompiledFunction, FunctionReport, ModuleReport, Resources
 from dsl.diagnostics import SourceRange
-from lsp.convert import from_lsp_position
+from lsp.convert import from_lsp_position, source_lines
 from lsp.features.diagnostics import current_report
 from lsp.features.symbols import DslFunction, dsl_functions, node_range, parse
 
@@ -320,7 +320,7 @@ def _ir_lines(smap, path: str, line: int) -> list[int]:
 def hover_markdown(text: str, path: str, line: int, col: int, report: ModuleReport | None) -> str | None:
     """Hover text for 1-based `line`, 0-based character `col`, or None when there is nothing to say."""
     tree = parse(text)
-    lines = text.splitlines()
+    lines = list(source_lines(text))
     functions = dsl_functions(text, path, tree) if tree is not None else []
     if tree is not None:
         fn_def = _def_name_at(functions, line, col)
@@ -355,12 +355,14 @@ def register(server: KdslLanguageServer) -> None:
         state = ls.documents.get(uri)
         if state is None:
             return None
-        line, col = from_lsp_position(params.position, state.text)
+        line, col = from_lsp_position(params.position, state.lines)
         report = await current_report(ls, uri)
         state = ls.documents.get(uri)
         if state is None:
             return None
-        markdown = hover_markdown(state.text, state.path, line, col, report)
+        # On a big document only the imports and the block around the line are parsed.
+        text = state.index.hover_source(state.buffer, state.version, line)
+        markdown = hover_markdown(text, state.path, line, col, report)
         if markdown is None:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown))

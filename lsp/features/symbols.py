@@ -10,6 +10,7 @@ around the cursor.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -71,9 +72,10 @@ def node_range(node: ast.AST, path: str, lines: list[str]) -> SourceRange:
 
 
 def parse(text: str) -> ast.Module | None:
+    """The module's AST, or None when it does not parse (or nests too deeply to parse)."""
     try:
         return ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
@@ -108,8 +110,11 @@ def dsl_functions(text: str, path: str, tree: ast.Module | None = None) -> list[
     return sorted(found, key=lambda f: (f.range.line, f.range.column))
 
 
-def document_symbols(text: str, path: str) -> list[types.DocumentSymbol]:
-    lines = list(source_lines(text))
+def document_symbols(
+    text: str | Sequence[str], path: str, functions: list[DslFunction] | None = None
+) -> list[types.DocumentSymbol]:
+    """Symbols for `functions` (default: those of `text`, which must then be a string)."""
+    lines = source_lines(text)
     return [
         types.DocumentSymbol(
             name=fn.name,
@@ -118,14 +123,17 @@ def document_symbols(text: str, path: str) -> list[types.DocumentSymbol]:
             range=to_lsp_range(fn.range, lines),
             selection_range=to_lsp_range(fn.name_range, lines),
         )
-        for fn in dsl_functions(text, path)
+        for fn in (dsl_functions(str(text), path) if functions is None else functions)
     ]
 
 
 def register(server: KdslLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def document_symbol(
+    async def document_symbol(
         ls: KdslLanguageServer, params: types.DocumentSymbolParams
     ) -> list[types.DocumentSymbol]:
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        return document_symbols(doc.source, doc.path)
+        state = ls.documents.get(params.text_document.uri)
+        if state is None:
+            return []
+        functions = await state.index.functions_async(state.buffer, state.version, state.path)
+        return document_symbols(state.lines, state.path, functions)

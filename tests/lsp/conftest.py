@@ -8,12 +8,14 @@ recorded in order in `client.published`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_lsp
 from lsprotocol import types
 from pygls import uris
@@ -160,3 +162,145 @@ def tdi(uri: str) -> types.TextDocumentIdentifier:
 
 def pos(line: int, character: int) -> types.Position:
     return types.Position(line=line, character=character)
+
+
+# -- a raw client: bytes in, parsed messages out (framing and protocol tests) -------------------
+
+
+class RawServer:
+    """`python -m lsp` over pipes, spoken to in bytes; every message it writes is collected.
+
+    pytest-lsp's client frames its messages correctly and structures every answer, which is
+    exactly what the framing and protocol tests must not rely on.
+    """
+
+    def __init__(self, *args: str) -> None:
+        import subprocess
+        import threading
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lsp", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=str(ROOT),
+        )
+        self.messages: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        self._stderr: list[bytes] = []
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=lambda: self._stderr.extend(iter(self.proc.stderr.readline, b"")), daemon=True).start()
+        self._next_id = 1000
+
+    def _read_stdout(self) -> None:
+        import json
+
+        out = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                if not line.strip():
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            assert length is not None, "the server wrote a message without Content-Length"
+            message = json.loads(out.read(length))
+            with self._cond:
+                self.messages.append(message)
+                self._cond.notify_all()
+
+    @property
+    def stderr(self) -> str:
+        return b"".join(self._stderr).decode("utf-8", "replace")
+
+    def write(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    @staticmethod
+    def frame(message: dict[str, Any] | bytes) -> bytes:
+        import json
+
+        body = message if isinstance(message, bytes) else json.dumps(message).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    def send(self, message: dict[str, Any] | bytes) -> None:
+        self.write(self.frame(message))
+
+    def new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def request_message(self, method: str, params: Any = None, msg_id: Any = None) -> dict[str, Any]:
+        msg_id = self.new_id() if msg_id is None else msg_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        return message
+
+    def request(self, method: str, params: Any = None, timeout: float = 20.0) -> dict[str, Any]:
+        message = self.request_message(method, params)
+        self.send(message)
+        return self.response(message["id"], timeout)
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 20.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                found = next((m for m in self.messages if predicate(m)), None)
+                if found is not None:
+                    return found
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no matching message within {timeout} s; stderr:\n{self.stderr[-3000:]}")
+                self._cond.wait(left)
+
+    def response(self, msg_id: Any, timeout: float = 20.0) -> dict[str, Any]:
+        return self.wait_for(lambda m: "method" not in m and m.get("id") == msg_id, timeout)
+
+    def initialize(self, **options: Any) -> dict[str, Any]:
+        params = {
+            "processId": None,
+            "rootUri": uris.from_fs_path(str(ROOT)),
+            "capabilities": {},
+            "initializationOptions": {**TEST_OPTIONS, "trusted": False, **options},
+        }
+        answer = self.request("initialize", params)
+        self.notify("initialized", {})
+        return answer
+
+    def wait_exit(self, timeout: float = 20.0) -> int:
+        return self.proc.wait(timeout)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            with contextlib.suppress(Exception):
+                stream.close()
+
+
+@pytest.fixture
+def raw_server():
+    """A fresh `RawServer`, killed at the end of the test if it is still running."""
+    servers: list[RawServer] = []
+
+    def start(*args: str) -> RawServer:
+        server = RawServer(*args)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
