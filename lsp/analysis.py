@@ -8,7 +8,10 @@ file's diagnostics are. Nothing here imports pygls or starts a process.
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import os
+import stat
 import tokenize
 from collections.abc import Iterable, Sequence
 
@@ -16,6 +19,14 @@ from dsl.compiler.artifacts import ModuleReport
 from dsl.diagnostics import CATALOGUE, Diagnostic, Related, Severity, SourceRange
 
 SELECT_ALL = "ALL"
+MAX_SOURCE_BYTES = 8 * 1024 * 1024  # larger "source files" are skipped, not read
+_FILE_KINDS = {
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
 
 
 def line_range(path: str, source: str | None, line: int = 1) -> SourceRange:
@@ -40,18 +51,48 @@ def failure_diagnostic(
     return Diagnostic.make(code, message, line_range(path, source, 1), related=related)
 
 
-def read_source(path: str) -> tuple[str | None, list[Diagnostic]]:
-    """Reads a Python file the way the interpreter does (PEP 263 coding cookie, BOM).
+def _not_regular(mode: int) -> str | None:
+    return None if stat.S_ISREG(mode) else _FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
-    Returns the text, or None and a diagnostic saying why it cannot be read (DSL002) or
-    decoded (DSL003, which is what Python itself reports for a bad encoding).
+
+def _read_regular(path: str, limit: int) -> bytes | str:
+    """The bytes of a regular file of at most `limit` bytes, or why it was not read.
+
+    Looks before it opens (opening a FIFO blocks, opening a device can have effects), opens
+    without blocking and checks again what it opened (the path may have been swapped), and
+    never reads more than `limit` + 1 bytes (a file may grow, `/proc` files claim size 0).
     """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        kind = _not_regular(os.stat(path).st_mode)
+        if kind is None:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+            try:
+                info = os.fstat(fd)
+                kind = _not_regular(info.st_mode)
+                if kind is None and info.st_size <= limit:
+                    with os.fdopen(fd, "rb", closefd=False) as handle:
+                        data = handle.read(limit + 1)
+                    if len(data) <= limit:
+                        return data
+            finally:
+                os.close(fd)
     except OSError as exc:
-        reason = exc.strerror or str(exc)
-        return None, [failure_diagnostic("DSL002", path, None, f"Cannot read this file: {reason}.")]
+        return f"Cannot read this file: {exc.strerror or exc}."
+    if kind is not None:
+        return f"Skipped: this is {kind}, not a regular file."
+    return f"Skipped: larger than {limit // (1024 * 1024)} MiB, too large for a source file."
+
+
+def read_source(path: str, limit: int = MAX_SOURCE_BYTES) -> tuple[str | None, list[Diagnostic]]:
+    """Reads a Python file the way the interpreter does (PEP 263 coding cookie, BOM).
+
+    Only regular files of at most `limit` bytes are read. Returns the text, or None and a
+    diagnostic saying why it was not read (DSL002: unreadable, not a regular file, too
+    large) or cannot be decoded (DSL003, which is what Python itself reports).
+    """
+    data = _read_regular(path, limit)
+    if isinstance(data, str):
+        return None, [failure_diagnostic("DSL002", path, None, data)]
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
@@ -60,6 +101,34 @@ def read_source(path: str) -> tuple[str | None, list[Diagnostic]]:
     if text.startswith("\ufeff"):
         text = text[1:]
     return text, []
+
+
+def _confine(diagnostic: Diagnostic, path: str, source: str | None) -> Diagnostic:
+    fixes = tuple(f for f in diagnostic.fixes if all(e.range.file == path for e in f.edits))
+    if diagnostic.range.file == path:
+        return diagnostic if fixes == diagnostic.fixes else dataclasses.replace(diagnostic, fixes=fixes)
+    elsewhere = Related(diagnostic.range, "reported here")
+    return dataclasses.replace(
+        diagnostic,
+        range=line_range(path, source, 1),
+        message=f"{diagnostic.message} (in {diagnostic.range.file}, line {diagnostic.range.line})",
+        related=(elsewhere, *diagnostic.related),
+        fixes=(),
+    )
+
+
+def confine_report(report: ModuleReport, path: str, source: str | None = None) -> ModuleReport:
+    """`report` speaking only about `path`: what it says of other files moves to line 1.
+
+    A report comes from a process that ran the module's own code, which may have written
+    it; so a module can claim things about itself, but its report can neither place a
+    diagnostic in another file nor carry a fix that edits one.
+    """
+    report.path = path
+    report.diagnostics = [_confine(d, path, source) for d in report.diagnostics]
+    for function in report.functions:
+        function.diagnostics = [_confine(d, path, source) for d in function.diagnostics]
+    return report
 
 
 def static_diagnostics(source: str, path: str) -> list[Diagnostic]:

@@ -23,6 +23,18 @@ commands:
 """
 
 
+def drop_workspace_from_path() -> None:
+    """`python -m lsp` puts the current folder first on `sys.path`; take it off again.
+
+    Run in a user's workspace, that entry would make a workspace's own `dsl/` package (or a
+    `json.py`) shadow the installed one, so merely starting the server or lint would run
+    workspace code, trusted or not. Call this before importing anything but the standard
+    library. (The `kdsl` console script never has the entry: its first path is its own folder.)
+    """
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]
+
+
 def _run_lint(argv: list[str]) -> int:
     from lsp.lint.cli import main
 
@@ -89,4 +101,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    drop_workspace_from_path()
     sys.exit(main())

@@ -1,26 +1,50 @@
-"""Server settings, parsed once from `initializationOptions` and `workspace/didChangeConfiguration`.
+"""Server settings, parsed once from `initializationOptions`, `workspace/didChangeConfiguration`
+and the `workspace/configuration` pull.
 
 Every key the client may send is listed in `_KEYS`, the one place where camelCase names map
 to fields. Both the flat form (`{"timeoutSeconds": 2}`) and the VS Code extension's form
 (`{"kdsl": {"worker": {"timeoutSeconds": 2}}}`, `executeUserCode`) are accepted. A bad
 value never stops the server: it keeps the previous value and the problem is returned as
 a message for the client to show.
+
+Trust fails closed. Only a real boolean `true` trusts the workspace; any other value of
+`trusted` or `executeUserCode` (`"false"`, `0`, `"yes"`, `null`) means untrusted, with a
+warning, and when both keys are given both must be `true`. What the client pushes
+(`initializationOptions`, `didChangeConfiguration`) may grant or withdraw trust; what the
+server pulls with `workspace/configuration` may only withdraw it, because that answer
+includes the workspace folder's own settings file, which an untrusted workspace controls.
+
+The pull: after `initialized`, if the client can answer it, the server asks once for the
+`kdsl` section (`ConfigurationPull`); the compiler tier waits for the answer (at most
+`PULL_TIMEOUT_S`) so that a workspace that turns execution off is never run first.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
+import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lsp.server import KdslLanguageServer
+    from lsp.worker import AnalysisWorker
+
+log = logging.getLogger(__name__)
+PULL_TIMEOUT_S = 5.0
+SECTION = "kdsl"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     target: str | None = None  # e.g. "sm_90"; None lets the compiler choose
     timeout_seconds: float = 10.0  # per compile or run in the worker
-    memory_limit_mb: int = 4096  # address-space limit of the worker
+    memory_limit_mb: int = 4096  # address-space limit of each run process
     debounce_ms: int = 300  # quiet time after the last edit before the compiler tier runs
     trusted: bool = True  # False: static checks only, user code is never executed
+    sandbox: str = "standard"  # "strict": runs also get no network (see lsp.sandbox)
 
 
 # client key (dotted for nested objects) -> (field, parser)
@@ -48,12 +72,13 @@ def _non_negative_int(value: Any) -> int:
     return int(value)
 
 
-def _bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError("expected true or false")
-    return value
+def _sandbox(value: Any) -> str:
+    if value not in ("standard", "strict"):
+        raise ValueError("expected 'standard' or 'strict'")
+    return str(value)
 
 
+_TRUST = "trusted"  # the field the trust keys share; parsed by `_trust_of`, never by `_KEYS`
 _KEYS: dict[str, tuple[str, Any]] = {
     "target": ("target", _target),
     "timeoutSeconds": ("timeout_seconds", _positive_number),
@@ -61,8 +86,10 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "memoryLimitMb": ("memory_limit_mb", _positive_int),
     "worker.memoryLimitMb": ("memory_limit_mb", _positive_int),
     "debounceMs": ("debounce_ms", _non_negative_int),
-    "trusted": ("trusted", _bool),
-    "executeUserCode": ("trusted", _bool),
+    "sandbox": ("sandbox", _sandbox),
+    "worker.sandbox": ("sandbox", _sandbox),
+    "trusted": (_TRUST, None),
+    "executeUserCode": (_TRUST, None),
 }
 
 
@@ -77,6 +104,19 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _trust_of(flat: dict[str, Any], problems: list[str]) -> bool | None:
+    """None when no trust key is given; else True only if every given one is boolean `true`."""
+    given = {key: value for key, value in flat.items() if key in _KEYS and _KEYS[key][0] == _TRUST}
+    if not given:
+        return None
+    for key, value in given.items():
+        if not isinstance(value, bool):
+            problems.append(
+                f"kdsl setting {key!r}: expected true or false; got {value!r}, treating the workspace as untrusted"
+            )
+    return all(value is True for value in given.values())
+
+
 def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
     """Applies the client's `raw` settings over `base`; returns the result and any problems.
 
@@ -86,12 +126,13 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
     base = base or Settings()
     if not isinstance(raw, dict):
         return base, [] if raw is None else [f"kdsl settings: expected an object, got {raw!r}"]
-    if isinstance(raw.get("kdsl"), dict):
-        raw = raw["kdsl"]
+    if isinstance(raw.get(SECTION), dict):
+        raw = raw[SECTION]
+    flat = _flatten(raw)
     changes: dict[str, Any] = {}
     problems: list[str] = []
-    for key, value in _flatten(raw).items():
-        if key not in _KEYS:
+    for key, value in flat.items():
+        if key not in _KEYS or _KEYS[key][0] == _TRUST:
             continue
         field, parse = _KEYS[key]
         try:
@@ -99,4 +140,77 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         except (TypeError, ValueError) as exc:
             default = getattr(base, field)
             problems.append(f"kdsl setting {key!r}: {exc}; got {value!r}, keeping {default!r}")
+    trusted = _trust_of(flat, problems)
+    if trusted is not None:
+        changes[_TRUST] = trusted
     return dataclasses.replace(base, **changes), problems
+
+
+# -- what the worker is started with (a change of any of these restarts it)
+
+
+def worker_options(settings: Settings) -> tuple[float, int, str]:
+    return (settings.timeout_seconds, settings.memory_limit_mb, settings.sandbox)
+
+
+def make_worker(settings: Settings) -> AnalysisWorker:
+    """The editor's worker: two runs at a time, a warm run process for each of four documents."""
+    from lsp.worker import AnalysisWorker
+
+    return AnalysisWorker(
+        timeout=settings.timeout_seconds,
+        memory_mb=settings.memory_limit_mb,
+        sandbox=settings.sandbox,
+        parallel=2,
+        keep_warm=4,
+    )
+
+
+# -- the workspace/configuration pull
+
+
+class ConfigurationPull:
+    """Asks the client once for the `kdsl` section; `ready()` returns when it has answered."""
+
+    def __init__(self) -> None:
+        self._done = asyncio.Event()
+        self._asked = False
+
+    def start(self, ls: KdslLanguageServer) -> None:
+        workspace = ls.client_capabilities.workspace
+        if workspace is None or not workspace.configuration:
+            self._done.set()
+            return
+        self._asked = True
+        ls.spawn(self._pull(ls))
+
+    async def ready(self) -> None:
+        if self._asked:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._done.wait(), PULL_TIMEOUT_S)
+
+    async def _pull(self, ls: KdslLanguageServer) -> None:
+        from lsprotocol import types
+
+        try:
+            params = types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+            answer = await asyncio.wait_for(ls.workspace_configuration_async(params), PULL_TIMEOUT_S)
+            if answer:
+                apply_pulled(ls, answer[0])
+        except Exception as exc:  # no answer is no change
+            log.warning("workspace/configuration failed: %s", exc)
+        finally:
+            self._done.set()
+
+
+def pulled(raw: Any, base: Settings) -> Any:
+    """`raw` as pulled settings may apply over `base`: without trust keys if `base` is untrusted."""
+    if base.trusted or not isinstance(raw, dict):
+        return raw
+    if isinstance(raw.get(SECTION), dict):
+        raw = raw[SECTION]
+    return {k: v for k, v in _flatten(raw).items() if not (k in _KEYS and _KEYS[k][0] == _TRUST)}
+
+
+def apply_pulled(ls: KdslLanguageServer, raw: Any) -> None:
+    ls.apply_settings(pulled(raw, ls.settings))

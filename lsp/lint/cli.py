@@ -19,6 +19,7 @@ from lsp.lint import config as lint_config
 from lsp.lint.discovery import Excluder, discover
 from lsp.lint.formats import render
 from lsp.lint.runner import Progress, lint_files
+from lsp.worker import SANDBOXES
 
 
 class _UsageError(Exception):
@@ -65,6 +66,11 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", metavar="sm_XX", help="GPU architecture to compile for (default: sm_90)")
     parser.add_argument(
         "--no-exec", action="store_true", help="static checks only: never run the checked modules' code"
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=SANDBOXES,
+        help="standard (default), or strict: also no network, via user namespaces; fails where unavailable",
     )
     parser.add_argument(
         "--fail-on",
@@ -116,6 +122,7 @@ def run(args: argparse.Namespace, cwd: Path) -> int:
         memory_limit_mb=args.memory_limit_mb,
         jobs=args.jobs,
         execute=False if args.no_exec else None,
+        sandbox=args.sandbox,
         output_format=args.output_format,
     )
     excluder = Excluder(config.exclude, config.root, config.extend_exclude, cwd)

@@ -18,7 +18,7 @@ from typing import Any
 
 from dsl.diagnostics import Severity
 from lsp.analysis import parse_severity, split_codes, unknown_selectors
-from lsp.worker import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+from lsp.worker import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, SANDBOXES
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -38,6 +38,7 @@ class LintConfig:
     timeout: float = DEFAULT_TIMEOUT_S
     memory_limit_mb: int = DEFAULT_MEMORY_MB
     execute: bool = True  # False: static checks only, user code never runs
+    sandbox: str = "standard"  # or "strict": also user + network namespaces (lsp.sandbox)
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     output_format: str = "text"
     root: Path = field(default_factory=Path.cwd)  # where `exclude` patterns are anchored
@@ -105,6 +106,12 @@ def _patterns(value: Any, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _sandbox(value: Any, key: str) -> str:
+    if value not in SANDBOXES:
+        raise ConfigError(f"`{key}` must be one of {', '.join(SANDBOXES)}, not {value!r}")
+    return str(value)
+
+
 _TABLE_KEYS = {
     "select": lambda v: {"select": _codes(v, "select")},
     "ignore": lambda v: {"ignore": _codes(v, "ignore")},
@@ -113,6 +120,7 @@ _TABLE_KEYS = {
     "fail-on": lambda v: {"fail_on": _severity(v, "fail-on")},
     "timeout": lambda v: {"timeout": _positive(v, "timeout", float)},
     "memory-limit-mb": lambda v: {"memory_limit_mb": _positive(v, "memory-limit-mb", int)},
+    "sandbox": lambda v: {"sandbox": _sandbox(v, "sandbox")},
 }
 
 

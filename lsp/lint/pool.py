@@ -1,9 +1,10 @@
-"""A pool of analysis workers for `kdsl lint`: many files, a few warm processes, in parallel.
+"""Analysis of many files for `kdsl lint`: one warm worker, `jobs` contained runs at a time.
 
-Each of `jobs` workers (`lsp.worker.AnalysisWorker`, one child process each) takes the next
-file from a shared queue, so a file that hangs or crashes costs only its own time limit
-and one restart, never the whole run. It is asyncio inside; `analyze_files` and
-`analyze_sources` are the synchronous entry points and run their own event loop.
+One `lsp.worker.AnalysisWorker` imports the compiler once and forks a fresh, contained run
+process for every file (`keep_warm=0`), at most `jobs` at a time, so a file that hangs or
+crashes costs only its own time limit and no file can affect the next one. Closing the
+worker at the end kills every process the files started. It is asyncio inside;
+`analyze_files` and `analyze_sources` are the synchronous entry points.
 """
 
 from __future__ import annotations
@@ -25,27 +26,23 @@ async def analyze_sources_async(
     timeout: float = DEFAULT_TIMEOUT_S,
     memory_mb: int = DEFAULT_MEMORY_MB,
     target: str | None = None,
+    sandbox: str = "standard",
     on_done: Callable[[str, ModuleReport], None] | None = None,
 ) -> dict[str, ModuleReport]:
-    """Analyses many files with `jobs` warm workers; a pathological file costs only its own limit."""
-    queue: asyncio.Queue[str] = asyncio.Queue()
-    for path in sources:
-        queue.put_nowait(path)
+    """Analyses many files, `jobs` at a time; a pathological file costs only its own limit."""
     results: dict[str, ModuleReport] = {}
-
-    async def drive(worker: AnalysisWorker) -> None:
-        try:
-            while not queue.empty():
-                path = queue.get_nowait()
-                results[path] = report = await worker.analyze(sources[path], path, target)
-                if on_done is not None:
-                    on_done(path, report)
-        finally:
-            await worker.close()
-
     count = max(1, min(jobs or os.cpu_count() or 1, len(sources)))
-    workers = [AnalysisWorker(timeout=timeout, memory_mb=memory_mb) for _ in range(count)]
-    await asyncio.gather(*(drive(w) for w in workers))
+    worker = AnalysisWorker(timeout=timeout, memory_mb=memory_mb, parallel=count, keep_warm=0, sandbox=sandbox)
+
+    async def one(path: str) -> None:
+        results[path] = report = await worker.analyze(sources[path], path, target)
+        if on_done is not None:
+            on_done(path, report)
+
+    try:
+        await asyncio.gather(*(one(path) for path in sources))
+    finally:
+        await worker.close()
     return {path: results[path] for path in sources}
 
 
@@ -61,6 +58,7 @@ def analyze_files(
     timeout: float = DEFAULT_TIMEOUT_S,
     memory_mb: int = DEFAULT_MEMORY_MB,
     target: str | None = None,
+    sandbox: str = "standard",
 ) -> dict[str, ModuleReport]:
     """Reads and analyses `paths` in parallel; unreadable files get a diagnostic, not an error."""
     sources: dict[str, str] = {}
@@ -71,5 +69,7 @@ def analyze_files(
             unreadable[path] = ModuleReport(path, diagnostics=problems)
         else:
             sources[path] = text
-    reports = analyze_sources(sources, jobs=jobs, timeout=timeout, memory_mb=memory_mb, target=target)
+    reports = analyze_sources(
+        sources, jobs=jobs, timeout=timeout, memory_mb=memory_mb, target=target, sandbox=sandbox
+    )
     return {path: unreadable[path] if path in unreadable else reports[path] for path in paths}

@@ -91,6 +91,7 @@ def lint_files(
             timeout=config.timeout,
             memory_mb=config.memory_limit_mb,
             target=config.target,
+            sandbox=config.sandbox,
             on_done=finished,
         )
         for path, report in reports.items():

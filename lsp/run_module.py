@@ -1,0 +1,190 @@
+"""Inside a run process: contain it, run and compile the module, answer on the report pipe.
+
+This is the only code that runs next to user code, in a process forked from the zygote for
+one module path. It owns three descriptors: requests in (for later versions of the same
+path, when the zygote keeps it warm), reports out, and stderr (fds 1 and 2 point there, so
+`print` and C-level writes cannot reach the reports).
+
+What the report can be trusted for: user code runs in this process, so it can make this
+module's own report say anything (write to the report pipe, patch the compiler here). It
+cannot reach another module's report, the zygote or the parent; the parent also keeps only
+diagnostics located in this module (`lsp.analysis.confine_report`).
+
+`state_fingerprint` is the check behind reusing a warm run process: before the first run
+it records the identity of every function, class and submodule bound in the compiler's
+modules (and the members of their classes), in `builtins`, and `sys.path`, the environment
+and the working directory; a run that changes any of them, or leaves a thread behind,
+retires the process after its report. It is a check, not a proof: a run that mutates a
+compiler's data in place, or patches code objects, is not caught, and can affect later
+versions of the same file (never another file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import traceback
+import types
+from collections.abc import Iterator
+from typing import Any, NoReturn
+
+from lsp import sandbox
+
+_OUT_OF_MEMORY = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory")
+_WATCHED_PREFIXES = ("dsl", "lsp")
+
+
+def describe_exit(returncode: int | None, stderr: str) -> tuple[str, str]:
+    """(kind, message completing "Running this module for analysis ...") for a run that died."""
+    if any(marker in stderr for marker in _OUT_OF_MEMORY):
+        return "memory", "ran out of memory"
+    if returncode is None:
+        return "crash", "stopped answering"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = str(-returncode)
+        return "crash", f"was killed by signal {name}"
+    return "exit", f"exited with code {returncode}"
+
+
+def _user_line(tb: Any, path: str) -> int | None:
+    """The innermost line of `path` in a traceback, if the failure happened in user code."""
+    line = None
+    for frame in traceback.extract_tb(tb):
+        if frame.filename == path:
+            line = frame.lineno
+    return line
+
+
+@contextlib.contextmanager
+def _module_dir_on_path(path: str) -> Iterator[None]:
+    """Lets the analysed module import its siblings, as it could when run as a script."""
+    folder = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
+
+
+def serve(request: dict[str, Any]) -> dict[str, Any]:
+    """Runs and compiles one module; every failure of user code becomes an `error` answer."""
+    import dsl
+
+    path = str(request.get("path"))
+    try:
+        with _module_dir_on_path(path):
+            report = dsl.analyze_source(str(request.get("source", "")), path, target=request.get("target"))
+        return {"report": report.to_dict()}
+    except MemoryError as exc:
+        kind, message, tb = "memory", "ran out of memory", exc.__traceback__
+    except SystemExit as exc:
+        kind, message, tb = "exit", f"called sys.exit({exc.code!r})", exc.__traceback__
+    except BaseException as exc:
+        kind, tb = "internal", exc.__traceback__
+        message = f"failed inside the analyzer: {type(exc).__name__}: {exc}"
+        traceback.print_exc()
+    return {"error": {"kind": kind, "message": message, "line": _user_line(tb, path)}}
+
+
+def state_fingerprint() -> dict[Any, Any]:
+    """What a run must leave as it found it for the process to serve the next version."""
+    marks: dict[Any, Any] = {
+        "path": tuple(sys.path),
+        "env": tuple(sorted(os.environ.items())),
+        "cwd": os.getcwd(),
+    }
+    modules = {n: m for n, m in list(sys.modules.items()) if n.split(".")[0] in _WATCHED_PREFIXES}
+    modules["builtins"] = sys.modules["builtins"]
+    for name, module in modules.items():
+        for attr, value in list(vars(module).items()):
+            if not callable(value) and not isinstance(value, types.ModuleType):
+                continue  # plain data (caches, counters) legitimately changes between runs
+            marks[(name, attr)] = id(value)
+            if isinstance(value, type) and value.__module__ == name:
+                for member, inner in list(vars(value).items()):
+                    marks[(name, attr, member)] = id(inner)
+    return marks
+
+
+def _unchanged(before: dict[Any, Any]) -> bool:
+    """True when every mark recorded in `before` still holds (new modules and names are fine)."""
+    if threading.active_count() > 1:
+        return False
+    with contextlib.suppress(OSError):
+        if len(os.listdir("/proc/self/task")) > 1:
+            return False
+    now = state_fingerprint()
+    return all(now.get(key, _GONE) == value for key, value in before.items())
+
+
+_GONE = object()
+
+
+def _read_line(fd: int) -> bytes:
+    data = bytearray()
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b""
+        data += chunk
+    return bytes(data)
+
+
+def run_process(
+    request: dict[str, Any], req_fd: int, rep_fd: int, err_fd: int, policy: sandbox.Containment, *, keep: bool
+) -> NoReturn:
+    """The body of a forked run process; never returns."""
+    null_fd = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null_fd, 0)
+    os.close(null_fd)
+    os.dup2(err_fd, 1)
+    os.dup2(err_fd, 2)
+    os.close(err_fd)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    import faulthandler
+
+    faulthandler.enable(file=sys.stderr)
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+
+    def answer(message: dict[str, Any], payload: Any = None) -> None:
+        data = json.dumps(message).encode() + b"\n"
+        if payload is not None:
+            data += json.dumps(payload).encode() + b"\n"
+        view = memoryview(data)
+        while view:
+            view = view[os.write(rep_fd, view) :]
+
+    try:
+        sandbox.contain(policy)
+    except (sandbox.SandboxError, OSError) as exc:
+        answer({"seq": request["seq"], "error": {"kind": "sandbox", "message": f"could not be sandboxed: {exc}"}})
+        os._exit(0)
+    before = state_fingerprint() if keep else {}
+    while True:
+        response = serve(request)
+        retire = not keep or "error" in response or not _unchanged(before)
+        try:
+            if "report" in response:  # a small header line, then the report as one line
+                payload = response.pop("report")
+                answer({"seq": request["seq"], "retire": retire, "report_follows": True}, payload)
+            else:
+                answer({"seq": request["seq"], "retire": retire, **response})
+        except MemoryError:
+            answer({"seq": request["seq"], "retire": True, "error": {"kind": "memory", "line": None}})
+            os._exit(0)
+        if retire:
+            os._exit(0)
+        sandbox.sweep()  # what this version started ends with its report
+        line = _read_line(req_fd)
+        if not line:
+            os._exit(0)
+        request = json.loads(line)

@@ -1,0 +1,132 @@
+"""Trust in the running server: bad trust values, the `workspace/configuration` pull, and a
+workspace's own `dsl/` package, which starting the server must never import."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls import uris
+from pygls.lsp.client import LanguageClient
+
+MARKER_MODULE = "from pathlib import Path\nPath(__file__).with_name('executed.marker').write_text('ran')\n"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Session:
+    client: LanguageClient
+    workspace: Path
+    published: list[types.PublishDiagnosticsParams] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    pulls: list[types.ConfigurationParams] = field(default_factory=list)
+    pulled: list[Any] = field(default_factory=list)  # what the client answers to a pull
+
+    async def start(self, options: dict[str, Any], *, can_pull: bool = False) -> None:
+        await self.client.start_io(sys.executable, "-m", "lsp", cwd=str(self.workspace))
+        capabilities = types.ClientCapabilities(
+            workspace=types.WorkspaceClientCapabilities(configuration=can_pull)
+        )
+        await self.client.initialize_async(
+            types.InitializeParams(capabilities=capabilities, initialization_options=options)
+        )
+        self.client.initialized(types.InitializedParams())
+
+    def open(self, name: str, text: str) -> str:
+        path = self.workspace / name
+        path.write_text(text)
+        uri = uris.from_fs_path(str(path))
+        assert uri is not None
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
+        )
+        return uri
+
+    async def publications(self, uri: str, count: int, timeout: float = 60.0) -> None:
+        for _ in range(int(timeout / 0.05)):
+            if sum(p.uri == uri for p in self.published) >= count:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"fewer than {count} publications for {uri}")
+
+
+@pytest.fixture
+async def session(tmp_path: Path) -> AsyncIterator[Session]:
+    client = LanguageClient("trust-test", "1")
+    state = Session(client, tmp_path)
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def publish(params: types.PublishDiagnosticsParams) -> None:
+        state.published.append(params)
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE)
+    def show(params: types.ShowMessageParams) -> None:
+        state.messages.append(params.message)
+
+    @client.feature(types.WORKSPACE_CONFIGURATION)
+    def configuration(params: types.ConfigurationParams) -> list[Any]:
+        state.pulls.append(params)
+        return state.pulled
+
+    yield state
+    try:
+        await asyncio.wait_for(client.shutdown_async(None), 20)
+        client.exit(None)
+    finally:
+        await client.stop()
+
+
+@pytest.mark.parametrize("value", ["false", 0])
+async def test_a_trust_value_that_is_not_true_runs_nothing(session: Session, value: object) -> None:
+    await session.start({"trusted": value, "debounceMs": 0})
+    uri = session.open("marks.py", MARKER_MODULE)
+    await session.publications(uri, 1)
+    await asyncio.sleep(2.0)
+    assert not (session.workspace / "executed.marker").exists()
+    assert any("untrusted" in m for m in session.messages), session.messages
+
+
+async def test_the_server_pulls_its_section_and_the_pull_can_withdraw_trust(session: Session) -> None:
+    session.pulled = [{"executeUserCode": False}]
+    await session.start({"debounceMs": 0}, can_pull=True)
+    uri = session.open("marks.py", MARKER_MODULE)
+    await session.publications(uri, 1)
+    await asyncio.sleep(2.0)
+    assert [item.section for p in session.pulls for item in p.items] == ["kdsl"]
+    assert not (session.workspace / "executed.marker").exists()
+
+
+async def test_a_pull_cannot_grant_trust(session: Session) -> None:
+    session.pulled = [{"executeUserCode": True, "trusted": True}]
+    await session.start({"debounceMs": 0, "trusted": False}, can_pull=True)
+    uri = session.open("marks.py", MARKER_MODULE)
+    await session.publications(uri, 1)
+    await asyncio.sleep(2.0)
+    assert session.pulls and not (session.workspace / "executed.marker").exists()
+
+
+async def test_the_control_a_trusted_pull_runs_the_module(session: Session) -> None:
+    session.pulled = [{}]
+    await session.start({"debounceMs": 0}, can_pull=True)
+    uri = session.open("marks.py", MARKER_MODULE)
+    await session.publications(uri, 2)  # the static tier, then the compiler's
+    assert (session.workspace / "executed.marker").exists()
+
+
+async def test_starting_in_a_workspace_with_a_dsl_package_does_not_import_it(session: Session) -> None:
+    package = session.workspace / "dsl"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from pathlib import Path\nPath(__file__).parent.with_name('imported.marker').write_text('x')\n"
+    )
+    await session.start({"debounceMs": 0})
+    uri = session.open("kernel.py", "import dsl\n\n@dsl.kernel(known_block_size=(0,))\ndef k():\n    pass\n")
+    await session.publications(uri, 2)
+    assert any(d.code == "DSL201" for p in session.published for d in p.diagnostics)  # the real compiler
+    assert not (session.workspace / "imported.marker").exists()
