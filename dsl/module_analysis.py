@@ -128,6 +128,7 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
     from dsl.frontend.source import function_source
 
     used_specs: dict[int, tuple[tuple, Any]] = {}
+    launched_by_failed_jit: set[str] = set()
     functions = dsl_functions(namespace, path)
     for name, fn in functions:
         if not isinstance(fn, JitFunction):
@@ -140,7 +141,9 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
             result, ds = compile_function(fn, args, kwargs, target, until=until, example_range=ex_range)
             compiled = compiled or result
             diags += [d for d in ds if d not in diags]
-        if compiled is not None:
+        if compiled is None:
+            launched_by_failed_jit |= _launched_names(src.node)
+        else:
             for launch in compiled.launches:
                 kernel = namespace.get(launch.kernel.source_name)
                 key = id(kernel)
@@ -157,9 +160,22 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
             compiled, diags = _compile_kernel_spec(fn, list(params), block, target, until)
         else:
             compiled, diags = compile_function(fn, (), {}, target, until=until)
+            if name in launched_by_failed_jit:
+                # its types come from the launch; the jit's own error is the one to fix
+                diags = [d for d in diags if d.code != "DSL103"]
         report.functions.append(FunctionReport(name, "kernel", rng, compiled, diags))
     report.functions.sort(key=lambda f: f.range.line)
     return report
+
+
+def _launched_names(node: ast.AST) -> set[str]:
+    """Names of the kernels a jit function's source launches: `NAME(...).launch(...)`."""
+    names = set()
+    for call in ast.walk(node):
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "launch"
+                and isinstance(call.func.value, ast.Call) and isinstance(call.func.value.func, ast.Name)):
+            names.add(call.func.value.func.id)
+    return names
 
 
 def _compile_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, target: str | None, until: str):

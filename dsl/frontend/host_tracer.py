@@ -36,14 +36,14 @@ from dsl.frontend.host_checks import CheckRecord, HostRunTimeFacts
 from dsl.frontend.host_values import HostScalar, HostTensor, host_binary, py_expr, truth_expr, tuple_expr
 from dsl.frontend.kernel_tracer import TracedKernel
 from dsl.frontend.params import ParamSpec, flatten_params
-from dsl.frontend.source import FunctionSource, location
+from dsl.frontend.source import FunctionSource, function_source, location
 from dsl.frontend.static_checks import (
     annotation_mismatch_message,
     block_limit_diagnostic,
     contract_diagnostic,
     mismatch_fixes,
 )
-from dsl.frontend.tracer import Tracer
+from dsl.frontend.tracer import Tracer, _Cascade
 from dsl.frontend.values import BoundMethod, DSLTypeError, Scalar, ShapeView, type_name
 from dsl.language import device as D
 from dsl.language import intrinsics as I
@@ -190,6 +190,8 @@ class HostTracer(HostRunTimeFacts, Tracer):
         params = self._bind(kernel, call)
         traced = self.compiler.specialize(kernel, params, static_block or (tuple(contract[0]) if contract else None))
         if traced is None:
+            if function_source(kernel.fn).file.path == self.frame.src.path:
+                raise _Cascade(kernel.kernel_name)  # its own diagnostics, in this file, say why
             raise DiagnosticError(Diagnostic.make(
                 "DSL301", f"kernel '{kernel.kernel_name}' failed to compile (see its diagnostics)",
                 self.range(node.func)))

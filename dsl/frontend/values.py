@@ -21,7 +21,7 @@ class DSLUnsupported(Exception):
     """A construct the DSL cannot lower; the tracer turns it into DSL302 at the current node."""
 
 
-@dataclass
+@dataclass(repr=False)
 class Scalar:
     """A run-time scalar: an MLIR value of `dtype`."""
 
@@ -29,7 +29,7 @@ class Scalar:
     dtype: DType
 
 
-@dataclass
+@dataclass(repr=False)
 class Vector:
     """A run-time short vector (`vector<NxT>`), e.g. from a 128-bit load."""
 
@@ -38,7 +38,7 @@ class Vector:
     width: int
 
 
-@dataclass
+@dataclass(repr=False)
 class TensorRef:
     """A global-memory tensor argument: base pointer, dynamic shape, strides (last is 1)."""
 
@@ -51,7 +51,7 @@ class TensorRef:
     address_space: int = 1
 
 
-@dataclass
+@dataclass(repr=False)
 class SharedArray:
     """A shared-memory array with a static row-major shape."""
 
@@ -75,7 +75,7 @@ class SharedArray:
         return n
 
 
-@dataclass
+@dataclass(repr=False)
 class SharedAllocatorState:
     """The one shared-memory allocator of a kernel: static or carving dynamic smem."""
 
@@ -105,6 +105,36 @@ def is_runtime(value: Any) -> bool:
     return isinstance(value, Scalar | Vector)
 
 
+class _ReadableRepr:
+    """Messages may format run-time values with `{x!r}` or inside containers: they read as
+    the user's types (`<run-time i32>`), never as MLIR objects."""
+
+    def __repr__(self) -> str:
+        return f"<run-time {type_name(self)}>" if isinstance(self, Scalar | Vector) else f"<{type_name(self)}>"
+
+
+for _cls in (Scalar, Vector, TensorRef, SharedArray, SharedAllocatorState):
+    _cls.__repr__ = _ReadableRepr.__repr__  # type: ignore[method-assign]
+
+
+def _operator(op: str, reflected: bool = False) -> Any:
+    def method(self: Any, other: Any) -> Any:
+        from dsl.frontend import arith
+
+        return arith.binary(op, other, self) if reflected else arith.binary(op, self, other)
+
+    return method
+
+
+# Python code the tracer runs at compile time (`sum(acc)`, `functools.reduce`) can combine
+# run-time values with the DSL's own rules; comparisons stay with the tracer.
+for _cls in (Scalar, Vector):
+    for _name, _op in (("add", "Add"), ("sub", "Sub"), ("mul", "Mult"), ("truediv", "Div"),
+                       ("floordiv", "FloorDiv"), ("mod", "Mod")):
+        setattr(_cls, f"__{_name}__", _operator(_op))
+        setattr(_cls, f"__r{_name}__", _operator(_op, reflected=True))
+
+
 def type_name(value: Any) -> str:
     """How a value's type reads in a diagnostic."""
     if isinstance(value, Scalar):
@@ -115,6 +145,8 @@ def type_name(value: Any) -> str:
         return f"Tensor[{value.dtype.name}, {value.rank}]"
     if isinstance(value, SharedArray):
         return f"shared {value.dtype.name}{list(value.shape)}"
+    if isinstance(value, SharedAllocatorState):
+        return "SharedAllocator"
     if isinstance(value, bool):
         return "Python bool"
     return f"Python {type(value).__name__}"

@@ -150,3 +150,59 @@ def k(x: Tensor[i32], out: Tensor[i32], n: Int32):
     first_if = traced.index("scf.if")
     assert traced.index("llvm.load") > first_if  # the load is inside the branch
     assert "arith.andi" in traced and "arith.ori" in traced  # plain comparisons stay a select-free and/or
+
+
+def test_per_thread_lists_built_with_append_and_carried_by_a_run_time_loop(analyse):
+    """A list built with `append`, changed in place through an alias inside a run-time loop, and
+    a tuple rebound each iteration: every name sees what Python would show."""
+    a = analyse(HEADER + """
+@dsl.kernel
+def k(x: Tensor[i32], out: Tensor[i32]):
+    acc = []
+    for q in dsl.static_range(3):
+        acc.append(q)
+    alias = acc
+    pair = (0, 1)
+    for j in range(x.shape[0]):
+        for q in dsl.static_range(3):
+            alias[q] += x[j] * (q + 1)
+        pair = (pair[1], pair[0] + pair[1])
+    for q in dsl.static_range(3):
+        out[q] = acc[q]
+    out[3] = pair[1]
+    out[4] = sum(acc)
+""")
+    fn = a.report.function("k")
+    assert fn is not None and fn.compiled is not None, [d.format() for d in a.diagnostics]
+    x = np.array([1, 2, 3, 4], dtype=np.int32)
+    out = np.zeros(5, dtype=np.int32)
+    CpuKernel(fn.compiled.traced).run((1, 1, 1), (1, 1, 1), *tensor_args(x), *tensor_args(out))
+    assert out.tolist() == [10, 21, 32, 5, 63]
+
+
+def test_a_list_changing_length_in_a_run_time_loop_is_refused(analyse):
+    a = analyse(HEADER + """
+@dsl.kernel
+def k(x: Tensor[i32], out: Tensor[i32]):
+    acc = [0]
+    for j in range(x.shape[0]):
+        acc.append(x[j])
+    out[0] = acc[0]
+""")
+    d = only(a, "DSL301")
+    assert d.range == SourceRange(a.path, a.line_of("for j in range"), 4, a.line_of("acc.append"), 24)
+    assert d.message == ("the length of 'acc' changes inside this run-time loop; a per-thread list keeps its "
+                         "length (build it before the loop)")
+
+
+def test_a_list_indexed_by_a_run_time_value_is_refused(analyse):
+    a = analyse(HEADER + """
+@dsl.kernel
+def k(x: Tensor[i32], out: Tensor[i32]):
+    acc = [1, 2, 3]
+    out[0] = acc[x[0]]
+""")
+    d = only(a, "DSL301")
+    assert d.range == at(a, "x[0]", "acc[x[0]]")
+    assert d.message == ("a per-thread list is indexed with compile-time ints (loop with dsl.static_range to "
+                         "index it from a loop)")
