@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from dsl.compiler.pipeline import STAGE_NAMES
+from dsl.compiler.stages import TEXT_STAGES
 from dsl.compiler.targets import TARGETS
 from dsl.module_analysis import analyze_source, read_program
 
@@ -20,7 +20,7 @@ from dsl.module_analysis import analyze_source, read_program
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kdsl ir", description="Print a compiler stage of a file's kernels.")
     parser.add_argument("file", help="FILE or FILE::FUNCTION")
-    parser.add_argument("--stage", default="ptx", choices=STAGE_NAMES)
+    parser.add_argument("--stage", default="ptx", choices=TEXT_STAGES)
     parser.add_argument("--target", default=None, choices=sorted(TARGETS))
     args = parser.parse_args(argv)
     path, _, only = args.file.partition("::")

@@ -75,6 +75,18 @@ class SourceMap:
         return cls([(d["ir_line"], SourceRange.from_dict(d["range"])) for d in data])
 
 
+@dataclass(frozen=True)
+class TensorAccess:
+    """How one kernel touches one tensor parameter (`dsl.compiler.access`), checked against
+    each argument before the launch."""
+
+    align: int  # bytes its data pointer and outer strides must be multiples of
+    written: bool  # stored to or updated atomically
+
+    def merge(self, other: TensorAccess) -> TensorAccess:
+        return TensorAccess(max(self.align, other.align), self.written or other.written)
+
+
 @dataclass
 class KernelInfo:
     """One specialized `gpu.func` inside a compiled function."""
@@ -84,6 +96,7 @@ class KernelInfo:
     block: tuple[int, int, int] | None
     dynamic_smem: int
     resources: Resources | None = None
+    access: dict[str, TensorAccess] = field(default_factory=dict)  # tensor parameter -> its accesses
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +105,7 @@ class KernelInfo:
             "block": list(self.block) if self.block else None,
             "dynamic_smem": self.dynamic_smem,
             "resources": self.resources.to_dict() if self.resources else None,
+            "access": {name: [a.align, a.written] for name, a in self.access.items()},
         }
 
     @classmethod
@@ -102,6 +116,7 @@ class KernelInfo:
             tuple(data["block"]) if data["block"] else None,
             data["dynamic_smem"],
             Resources.from_dict(data["resources"]) if data["resources"] else None,
+            {name: TensorAccess(int(a[0]), bool(a[1])) for name, a in data.get("access", {}).items()},
         )
 
 
@@ -139,12 +154,11 @@ class CompiledFunction:
     def sass(self) -> str | None:
         """SASS from nvdisasm, computed on first use (the disassembler takes ~1 s to start)."""
         if "sass" not in self.stages and self.cubin is not None:
-            from dsl.compiler import source_maps, toolchain
+            from dsl.compiler.source_maps import sass_view
 
-            text = toolchain.disassemble(self.cubin)
-            if text is not None:
-                self.stages["sass"] = text
-                self.source_maps["sass"] = source_maps.sass_map(text)
+            view = sass_view(self.cubin)
+            if view is not None:
+                self.stages["sass"], self.source_maps["sass"] = view
         return self.stages.get("sass")
 
     @property
@@ -184,12 +198,13 @@ class CompiledFunction:
     @property
     def available_stages(self) -> list[str]:
         """The stages that exist or can be made on request (SASS needs the cubin and nvdisasm)."""
+        from dsl.compiler.stages import ordered
         from dsl.compiler.toolchain import nvdisasm_path
 
         names = list(self.stages)
         if "sass" not in names and self.cubin is not None and nvdisasm_path() is not None:
-            names.insert(names.index("launcher") if "launcher" in names else len(names), "sass")
-        return names
+            names.append("sass")
+        return ordered(names)
 
 
 @dataclass

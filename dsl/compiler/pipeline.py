@@ -1,7 +1,7 @@
-"""The compiler pipeline as a table of named stages: traced -> lowered -> llvm -> ptx -> sass.
-
-Each stage is a function of the `Build` state that sets its text (and source map). The IR
-views, the `kdsl ir` command and the cache read the same names; a program's first call
+"""The compiler pipeline: the stages of `stages.STAGES` that it makes, traced -> lowered ->
+llvm -> ptx -> cubin (-> sass), each a function of the `Build` state that sets its text
+(and source map). The IR views, the `kdsl ir` command and the cache read the same table
+(`dsl/compiler/stages.py`); a program's first call
 builds with `BuildOptions(views=False)` and keeps only the PTX and cubin. Failures inside
 MLIR or the tools become DSL401 / DSL402 diagnostics at the Python range of the failing op.
 """
@@ -22,6 +22,7 @@ from dsl.compiler import source_maps, toolchain
 from dsl.compiler.artifacts import Resources, SourceMap
 from dsl.compiler.build_options import BuildOptions
 from dsl.compiler.float_flags import apply_float_flags
+from dsl.compiler.stages import STAGES
 from dsl.diagnostics import Diagnostic, SourceRange
 
 # The target is attached by a pass, not an attribute built from Python: creating an
@@ -36,9 +37,6 @@ LOWERING = (
 )
 TO_PTX = "builtin.module(gpu-module-to-binary{format=isa})"
 
-STAGE_NAMES = ("traced", "lowered", "llvm", "ptx", "sass", "launcher")
-STAGE_LANGUAGES = {"traced": "mlir", "lowered": "mlir", "llvm": "llvm", "ptx": "ptx", "sass": "sass",
-                   "launcher": "python"}
 
 
 class StageError(Exception):
@@ -178,22 +176,16 @@ def stage_cubin(build: Build) -> None:
 
 
 def stage_sass(build: Build) -> None:
-    if build.cubin is None:
-        return
-    try:
-        sass = toolchain.disassemble(build.cubin)
-    except toolchain.ToolError:
-        sass = None
-    if sass is not None:
-        build.texts["sass"] = sass
-        build.maps["sass"] = source_maps.sass_map(sass)
+    view = source_maps.sass_view(build.cubin)
+    if view is not None:
+        build.texts["sass"], build.maps["sass"] = view
 
 
 def _gpu_module(module: Any) -> Any:
     return next(op.operation for op in module.body.operations if op.operation.name == "gpu.module")
 
 
-STAGES: dict[str, Callable[[Build], None]] = {
+MAKERS: dict[str, Callable[[Build], None]] = {
     "traced": stage_traced,
     "lowered": stage_lowered,
     "llvm": stage_llvm,
@@ -201,15 +193,21 @@ STAGES: dict[str, Callable[[Build], None]] = {
     "cubin": stage_cubin,
     "sass": stage_sass,
 }
+assert [s.name for s in STAGES if s.name in MAKERS] == list(MAKERS)  # the table's order
 
 
 def run_pipeline(build: Build, until: str = "sass") -> None:
-    """Runs the stages in order up to and including `until`, timing each."""
-    for name, stage in STAGES.items():
+    """Runs the table's stages in order up to and including `until`, timing each."""
+    if until not in MAKERS:
+        raise ValueError(f"the pipeline makes {', '.join(MAKERS)}, not {until!r}")
+    for stage in STAGES:
+        make = MAKERS.get(stage.name)
+        if make is None:
+            continue
         start = time.perf_counter()
-        stage(build)
-        build.timings[name] = time.perf_counter() - start
-        if name == until:
+        make(build)
+        build.timings[stage.name] = time.perf_counter() - start
+        if stage.name == until:
             return
 
 

@@ -146,3 +146,17 @@ def sass_map(text: str) -> SourceMap:
         if current is not None and re.match(r"\s*/\*[0-9a-f]{4}\*/", line):
             entries.append((i, current))
     return SourceMap(entries)
+
+
+def sass_view(cubin: bytes | None) -> tuple[str, SourceMap] | None:
+    """The SASS stage of a cubin and its source map, or None without a cubin or a disassembler.
+    The pipeline's `sass` stage and a compiled function's SASS on request both come from here."""
+    from dsl.compiler import toolchain
+
+    if cubin is None:
+        return None
+    try:
+        text = toolchain.disassemble(cubin)
+    except toolchain.ToolError:
+        return None
+    return None if text is None else (text, sass_map(text))

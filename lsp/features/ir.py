@@ -1,11 +1,16 @@
-"""Custom requests for IR views: `kdsl/ir` (one stage of one function) and `kdsl/stages`.
+"""Custom requests for IR views: `kdsl/ir` (one stage of one function), `kdsl/stages` and
+`kdsl/capabilities`.
 
 `kdsl/ir {uri, function, stage}` -> `{text, language, sourceMap: [{irLine, range}],
 diagnostics: [{message, code, range}]}`. The source map lets a client highlight the Python
 range of the IR line under its cursor and the reverse. When the function failed to compile
 the answer still says why (its diagnostics and a short text), never an empty page.
 
-`kdsl/stages {uri}` -> `{functions: [{name, kind, range, stages}]}` lists what can be shown.
+`kdsl/stages {uri}` -> `{functions: [{name, kind, range, stages}]}` lists what can be shown:
+each function's text stages, in the stage table's order (`dsl.compiler.stages`).
+
+`kdsl/capabilities` (no params) -> every stage, target and setting default a client offers
+(`lsp.capabilities`), so that a client keeps no copy of them.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from dsl.compiler.artifacts import FunctionReport, ModuleReport
+from dsl.compiler.stages import TEXT_STAGES, language_of, ordered
+from lsp.capabilities import CAPABILITIES_REQUEST, capabilities_response
 from lsp.convert import source_lines, to_json, to_lsp_range
 from lsp.features.diagnostics import current_report
 from lsp.features.symbols import dsl_functions
@@ -23,15 +30,6 @@ if TYPE_CHECKING:
 
 IR_REQUEST = "kdsl/ir"
 STAGES_REQUEST = "kdsl/stages"
-
-LANGUAGES = {
-    "traced": "mlir",
-    "lowered": "mlir",
-    "llvm": "llvm",
-    "ptx": "ptx",
-    "sass": "sass",
-    "launcher": "python",
-}
 
 
 def _diagnostics_json(fn: FunctionReport, lines) -> list[dict[str, Any]]:
@@ -43,7 +41,7 @@ def _diagnostics_json(fn: FunctionReport, lines) -> list[dict[str, Any]]:
 
 def ir_response(report: ModuleReport | None, text: str, function: str, stage: str) -> dict[str, Any]:
     lines = source_lines(text)
-    language = LANGUAGES.get(stage, "plaintext")
+    language = language_of(stage)
     fn = report.function(function) if report is not None else None
     if fn is None:
         why = "no compiler results yet (or the workspace is untrusted)" if report is None else "not found"
@@ -57,7 +55,10 @@ def ir_response(report: ModuleReport | None, text: str, function: str, stage: st
             "sourceMap": [],
             "diagnostics": diagnostics,
         }
-    stage_text = fn.compiled.sass if stage == "sass" else fn.compiled.stages.get(stage)
+    if stage not in TEXT_STAGES:  # a binary stage (the cubin) has no text to show
+        stage_text = None
+    else:
+        stage_text = fn.compiled.sass if stage == "sass" else fn.compiled.stages.get(stage)
     if stage_text is None:
         known = ", ".join(fn.compiled.available_stages)
         return {
@@ -83,7 +84,8 @@ def stages_response(report: ModuleReport | None, text: str, path: str) -> dict[s
     out = []
     for fn in dsl_functions(text, path):
         compiled = report.function(fn.name) if report is not None else None
-        stages = compiled.compiled.available_stages if compiled is not None and compiled.compiled else []
+        made = compiled.compiled.available_stages if compiled is not None and compiled.compiled else []
+        stages = ordered([name for name in made if name in TEXT_STAGES])
         out.append(
             {
                 "name": fn.name,
@@ -132,3 +134,7 @@ def register(server: KdslLanguageServer) -> None:
         report = await current_report(ls, uri)
         state = ls.documents.get(uri) or state
         return stages_response(report, state.text, state.path)
+
+    @server.feature(CAPABILITIES_REQUEST)
+    def capabilities(ls: KdslLanguageServer, params: Any) -> dict[str, Any]:
+        return capabilities_response()

@@ -10,6 +10,7 @@ import {
   type ServerOptions,
   TransportKind,
 } from 'vscode-languageclient/node';
+import { CapabilitiesCache, compareSettings, stageNamed } from './capabilities';
 import {
   checkCommand,
   installCommand,
@@ -20,7 +21,15 @@ import {
   shellCommandLine,
   type ResolvedInterpreter,
 } from './interpreter';
-import { readSettings, SECTION, toInitializationOptions, type KdslSettings, type SettingKey } from './settings';
+import type { Capabilities, StageInfo } from './protocol';
+import {
+  DEFAULT_SETTINGS,
+  readSettings,
+  SECTION,
+  toInitializationOptions,
+  type KdslSettings,
+  type SettingKey,
+} from './settings';
 
 const PYTHON_EXTENSION_ID = 'ms-python.python';
 const CHECK_TIMEOUT_MS = 30_000;
@@ -74,6 +83,7 @@ export class ServerManager implements vscode.Disposable {
   /** Fires each time a server has started. */
   readonly onDidStart = this.didStart.event;
   private pythonWatch: vscode.Disposable | undefined;
+  private readonly capabilityCache = new CapabilitiesCache();
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -97,6 +107,20 @@ export class ServerManager implements vscode.Disposable {
   /** The client when it is running. */
   get running(): LanguageClient | undefined {
     return this.client?.isRunning() ? this.client : undefined;
+  }
+
+  /**
+   * The running server's stages, targets and defaults (`kdsl/capabilities`),
+   * asked once per server; rejects when no server runs or it cannot answer.
+   */
+  capabilities(): Promise<Capabilities> {
+    const client = this.running;
+    return client ? this.capabilityCache.get(client) : Promise.reject(new Error('the kdsl language server is not running'));
+  }
+
+  /** A stage of the last server that answered, also while none runs. */
+  knownStage(name: string): StageInfo | undefined {
+    return stageNamed(this.capabilityCache.known, name);
   }
 
   start(): Promise<void> {
@@ -218,7 +242,31 @@ export class ServerManager implements vscode.Disposable {
       });
       return;
     }
+    void this.describeServer(settings); // not awaited: a slow answer must not hold up a restart
     this.didStart.fire();
+  }
+
+  /** Asks the new server for its capabilities and logs them, with any setting it does not know. */
+  private async describeServer(settings: KdslSettings): Promise<void> {
+    let capabilities: Capabilities;
+    try {
+      capabilities = await this.capabilities();
+    } catch (error) {
+      this.output.appendLine(`kdsl/capabilities: ${String(error)}`);
+      void vscode.window.showWarningMessage(`kdsl: IR views are not available: ${errorText(error)}`);
+      return;
+    }
+    const stages = capabilities.stages.map((s) => s.name).join(', ');
+    this.output.appendLine(
+      `Server stages: ${stages}; targets: ${capabilities.targets.join(', ')} (default ${capabilities.defaultTarget}).`,
+    );
+    const { warnings, notes } = compareSettings(capabilities, settings, DEFAULT_SETTINGS);
+    for (const line of [...warnings, ...notes]) {
+      this.output.appendLine(line);
+    }
+    for (const warning of warnings) {
+      void vscode.window.showWarningMessage(warning);
+    }
   }
 
   private async doStop(): Promise<void> {
@@ -280,6 +328,10 @@ export class ServerManager implements vscode.Disposable {
       void vscode.window.showInformationMessage('When the installation has finished, run "kdsl: Restart Language Server".');
     }
   }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function describeSource(interpreter: ResolvedInterpreter): string {

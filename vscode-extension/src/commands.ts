@@ -5,16 +5,18 @@
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, type LanguageClient } from 'vscode-languageclient/node';
 import type { ServerManager } from './client';
-import { availableStages, orderFunctions, STAGE_DESCRIPTIONS } from './functionPick';
+import { stageNamed } from './capabilities';
+import { availableStages, orderFunctions, stageDescription } from './functionPick';
+import { IR_SCHEME } from './irUri';
 import { IrViewManager, parseIrDocumentUri } from './irView';
 import {
   COMPILE_COMMAND,
-  isStage,
   RUN_COMMAND,
   STAGES_REQUEST,
+  type Capabilities,
   type CommandResult,
   type FunctionInfo,
-  type Stage,
+  type StageInfo,
   type StagesParams,
   type StagesResult,
 } from './protocol';
@@ -36,7 +38,7 @@ function sourceUriFrom(arg: unknown): string | undefined {
   if (!document) {
     return undefined;
   }
-  if (document.uri.scheme === 'kdsl-ir') {
+  if (document.uri.scheme === IR_SCHEME) {
     return parseIrDocumentUri(document.uri)?.sourceUri;
   }
   return document.languageId === 'python' ? document.uri.toString() : undefined;
@@ -84,8 +86,12 @@ async function pickFunction(functions: FunctionInfo[], uri: string): Promise<Fun
   return picked?.fn;
 }
 
-async function pickStage(fn: FunctionInfo | undefined): Promise<Stage | undefined> {
-  const items = availableStages(fn).map((stage) => ({ label: stage, description: STAGE_DESCRIPTIONS[stage], stage }));
+async function pickStage(fn: FunctionInfo | undefined, capabilities: Capabilities): Promise<StageInfo | undefined> {
+  const items = availableStages(fn, capabilities.stages).map((stage) => ({
+    label: stage.name,
+    description: stageDescription(stage),
+    stage,
+  }));
   const picked = await vscode.window.showQuickPick(items, {
     title: fn ? `kdsl: IR of ${fn.name}` : 'kdsl: choose a stage',
     placeHolder: 'Stage',
@@ -100,13 +106,20 @@ async function showIr(server: ServerManager, irView: IrViewManager, uriArg?: unk
     void vscode.window.showInformationMessage('kdsl: open a Python file to show its IR.');
     return;
   }
+  const client = await requireClient(server);
+  if (!client) {
+    return;
+  }
+  let capabilities: Capabilities;
+  try {
+    capabilities = await server.capabilities();
+  } catch (error) {
+    void vscode.window.showErrorMessage(`kdsl: could not list the stages: ${errorMessage(error)}`);
+    return;
+  }
   let functionName = typeof fnArg === 'string' && fnArg !== '' ? fnArg : undefined;
-  let stage = isStage(stageArg) ? stageArg : undefined;
+  let stage = stageNamed(capabilities, stageArg);
   if (functionName === undefined || stage === undefined) {
-    const client = await requireClient(server);
-    if (!client) {
-      return;
-    }
     let functions: FunctionInfo[];
     try {
       functions = await listFunctions(client, uri);
@@ -122,12 +135,12 @@ async function showIr(server: ServerManager, irView: IrViewManager, uriArg?: unk
       }
       functionName = fn.name;
     }
-    stage = await pickStage(fn);
+    stage = await pickStage(fn, capabilities);
     if (!stage) {
       return;
     }
   }
-  await irView.open({ sourceUri: uri, functionName, stage });
+  await irView.open({ sourceUri: uri, functionName, stage: stage.name }, stage);
 }
 
 /** Compile/Run: pick a function, then ask the server to run its command. */

@@ -17,6 +17,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const irView = new IrViewManager(
     () => manager.running,
     () => currentSettings().debounceMs,
+    (stage) => manager.knownStage(stage),
   );
 
   context.subscriptions.push(

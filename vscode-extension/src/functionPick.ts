@@ -1,6 +1,6 @@
 // Ordering functions and stages for the pickers. This module does not import `vscode`.
 
-import { isStage, STAGES, type FunctionInfo, type Stage } from './protocol';
+import type { FunctionInfo, StageInfo } from './protocol';
 
 /**
  * The function whose `def` is the closest one at or above `line`, i.e. the
@@ -24,17 +24,17 @@ export function orderFunctions(functions: readonly FunctionInfo[], cursorLine?: 
   return current === undefined ? sorted : [current, ...sorted.filter((fn) => fn !== current)];
 }
 
-/** The stages a function offers, in pipeline order; all stages when the server lists none we know. */
-export function availableStages(fn: FunctionInfo | undefined): Stage[] {
-  const listed = (fn?.stages ?? []).filter(isStage);
-  return listed.length === 0 ? [...STAGES] : STAGES.filter((s) => listed.includes(s));
+/**
+ * The stages a function offers, in the order of `stages` (the server's table);
+ * every stage when the function lists none of them (it has not compiled yet).
+ */
+export function availableStages(fn: FunctionInfo | undefined, stages: readonly StageInfo[]): StageInfo[] {
+  const listed = stages.filter((s) => fn?.stages.includes(s.name));
+  return listed.length === 0 ? [...stages] : listed;
 }
 
-export const STAGE_DESCRIPTIONS: Record<Stage, string> = {
-  traced: 'kdsl IR as traced from Python (MLIR)',
-  lowered: 'after kdsl lowering (MLIR)',
-  llvm: 'LLVM IR',
-  ptx: 'PTX assembly',
-  sass: 'SASS machine code',
-  launcher: 'generated Python launcher',
-};
+/** The quick pick's description of a stage: its language and file extension, and when it is made. */
+export function stageDescription(stage: StageInfo): string {
+  const made = stage.madeBy === 'pipeline' || stage.madeBy === stage.name ? '' : ` (made ${stage.madeBy})`;
+  return `${stage.language} ${stage.extension}${made}`.trim();
+}

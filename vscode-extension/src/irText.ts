@@ -3,17 +3,19 @@
 
 import type { IrDiagnostic, IrResult } from './protocol';
 
-const LANGUAGE_IDS: Record<string, string> = {
-  mlir: 'mlir',
-  llvm: 'llvm',
-  ptx: 'ptx',
-  sass: 'kdsl-sass',
-  python: 'python',
-};
-
-/** VS Code language id for the `language` field of a `kdsl/ir` result. */
-export function editorLanguageId(language: string): string {
-  return LANGUAGE_IDS[language] ?? 'plaintext';
+/**
+ * VS Code language id for a language the server names (a stage's `language`).
+ * This extension's own language for it (`kdsl-sass` for `sass`: `sass` is the
+ * id of the CSS preprocessor) comes first, then a language of that name, then
+ * plain text. `registered` is `vscode.languages.getLanguages()`.
+ */
+export function editorLanguageId(language: string, registered: readonly string[]): string {
+  for (const id of [`kdsl-${language}`, language]) {
+    if (language !== '' && registered.includes(id)) {
+      return id;
+    }
+  }
+  return 'plaintext';
 }
 
 /** Line-comment prefix of an IR language. */
@@ -68,26 +70,15 @@ export function renderFailure(message: string, language: string): string {
   return commentLines(`Could not get the IR from the kdsl language server:\n${message}`, language) + '\n';
 }
 
-const STAGE_LANGUAGES: Record<string, string> = {
-  traced: 'mlir',
-  lowered: 'mlir',
-  llvm: 'llvm',
-  ptx: 'ptx',
-  sass: 'sass',
-  launcher: 'python',
-};
-
-/** The IR language a stage is expected to produce (before the server says). */
-export function stageLanguage(stage: string): string {
-  return STAGE_LANGUAGES[stage] ?? 'mlir';
-}
-
-/** Fills in missing fields of a `kdsl/ir` result so the rest of the code can rely on them. */
-export function normalizeIrResult(value: unknown, stage: string): IrResult {
+/**
+ * Fills in missing fields of a `kdsl/ir` result so the rest of the code can
+ * rely on them; `language` is the stage's, for a result that names none.
+ */
+export function normalizeIrResult(value: unknown, language: string): IrResult {
   const v = (typeof value === 'object' && value !== null ? value : {}) as Partial<IrResult>;
   return {
     text: typeof v.text === 'string' ? v.text : '',
-    language: typeof v.language === 'string' && v.language !== '' ? v.language : stageLanguage(stage),
+    language: typeof v.language === 'string' && v.language !== '' ? v.language : language,
     sourceMap: Array.isArray(v.sourceMap) ? v.sourceMap : [],
     diagnostics: Array.isArray(v.diagnostics)
       ? v.diagnostics.filter((d): d is IrDiagnostic => typeof d === 'object' && d !== null && typeof d.message === 'string')

@@ -1,12 +1,12 @@
 // URIs of the read-only IR documents. This module does not import `vscode`.
 //
-//   kdsl-ir:/<source file name>.<function>.<stage>.<ext>?source=<uri>&function=<name>&stage=<stage>
+//   kdsl-ir:/<source file name>.<function>.<stage><ext>?source=<uri>&function=<name>&stage=<stage>
 //
 // The path only gives the editor tab a readable title and a file extension
-// (which picks the language); the query holds the data and is what parsing
-// reads. Query values are percent-encoded with encodeURIComponent.
-
-import { isStage, type Stage } from './protocol';
+// (the stage's `extension` in the server's stage table, `kdsl/capabilities`);
+// the query holds the data and is what parsing reads. Query values are
+// percent-encoded with encodeURIComponent. Which stages exist is the server's
+// to say: a URI naming a stage it does not know gets a page saying so.
 
 export const IR_SCHEME = 'kdsl-ir';
 
@@ -14,7 +14,7 @@ export interface IrTarget {
   /** URI (string form) of the Python source document. */
   sourceUri: string;
   functionName: string;
-  stage: Stage;
+  stage: string;
 }
 
 /** The components of an IR document URI, as taken by `vscode.Uri.from`. */
@@ -22,19 +22,6 @@ export interface IrUriComponents {
   scheme: string;
   path: string;
   query: string;
-}
-
-const STAGE_EXTENSIONS: Record<Stage, string> = {
-  traced: 'mlir',
-  lowered: 'mlir',
-  llvm: 'll',
-  ptx: 'ptx',
-  sass: 'sass',
-  launcher: 'py',
-};
-
-export function stageExtension(stage: Stage): string {
-  return STAGE_EXTENSIONS[stage];
 }
 
 /** Replaces characters that have a meaning in a URI path or are invisible. */
@@ -61,8 +48,10 @@ export function sourceBaseName(sourceUri: string): string {
   return sanitizeSegment(name) || 'source';
 }
 
-export function buildIrUri(target: IrTarget): IrUriComponents {
-  const name = [sourceBaseName(target.sourceUri), sanitizeSegment(target.functionName), target.stage, stageExtension(target.stage)].join('.');
+/** `extension` is the stage's file extension with its dot (`.ll`), or '' for none. */
+export function buildIrUri(target: IrTarget, extension: string): IrUriComponents {
+  const ext = extension === '' ? '' : `.${sanitizeSegment(extension.replace(/^\./, ''))}`;
+  const name = [sourceBaseName(target.sourceUri), sanitizeSegment(target.functionName), sanitizeSegment(target.stage)].join('.') + ext;
   const query = [
     `source=${encodeURIComponent(target.sourceUri)}`,
     `function=${encodeURIComponent(target.functionName)}`,
@@ -91,15 +80,15 @@ export function parseIrUri(components: { scheme: string; query: string }): IrTar
   const sourceUri = values.get('source');
   const functionName = values.get('function');
   const stage = values.get('stage');
-  if (!sourceUri || !functionName || !isStage(stage)) {
+  if (!sourceUri || !functionName || !stage) {
     return undefined;
   }
   return { sourceUri, functionName, stage };
 }
 
 /** The string form `kdsl-ir:<path>?<query>` (path percent-encoded). */
-export function formatIrUri(target: IrTarget): string {
-  const c = buildIrUri(target);
+export function formatIrUri(target: IrTarget, extension: string): string {
+  const c = buildIrUri(target, extension);
   const path = c.path
     .split('/')
     .map((segment) => encodeURIComponent(segment))

@@ -4,12 +4,12 @@
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { buildIrUri, IR_SCHEME, parseIrUri, type IrTarget } from './irUri';
-import { editorLanguageId, normalizeIrResult, renderFailure, renderIr, stageLanguage } from './irText';
-import { IR_REQUEST, type IrParams, type IrResult, type LspRange } from './protocol';
+import { editorLanguageId, normalizeIrResult, renderFailure, renderIr } from './irText';
+import { IR_REQUEST, type IrParams, type IrResult, type LspRange, type StageInfo } from './protocol';
 import { irLinesForSourceLine, sanitizeSourceMap, sourceRangeForIrLine, toLineBlocks } from './sourceMap';
 
-export function irUri(target: IrTarget): vscode.Uri {
-  return vscode.Uri.from(buildIrUri(target));
+export function irUri(target: IrTarget, stage: StageInfo): vscode.Uri {
+  return vscode.Uri.from(buildIrUri(target, stage.extension));
 }
 
 export function parseIrDocumentUri(uri: vscode.Uri): IrTarget | undefined {
@@ -42,9 +42,14 @@ export class IrViewManager implements vscode.TextDocumentContentProvider, vscode
     overviewRulerLane: vscode.OverviewRulerLane.Center,
   });
 
+  /**
+   * `knownStage` looks a stage up in the server's last `kdsl/capabilities`
+   * answer (undefined before one came); it only labels pages that have no result.
+   */
   constructor(
     private readonly getClient: () => LanguageClient | undefined,
     private readonly debounceMs: () => number,
+    private readonly knownStage: (name: string) => StageInfo | undefined,
   ) {
     this.disposables.push(
       this.changed,
@@ -78,35 +83,36 @@ export class IrViewManager implements vscode.TextDocumentContentProvider, vscode
       return '// Not a kdsl IR document.\n';
     }
     const key = uri.toString();
+    const language = this.knownStage(target.stage)?.language ?? 'plaintext';
     const client = this.getClient();
     if (!client) {
       this.results.delete(key);
-      return renderFailure('the server is not running (see the "kdsl" output channel).', stageLanguage(target.stage));
+      return renderFailure('the server is not running (see the "kdsl" output channel).', language);
     }
     const params: IrParams = { uri: target.sourceUri, function: target.functionName, stage: target.stage };
     try {
       const raw = await client.sendRequest<unknown>(IR_REQUEST, params, token);
-      const result = normalizeIrResult(raw, target.stage);
+      const result = normalizeIrResult(raw, language);
       result.sourceMap = sanitizeSourceMap(result.sourceMap);
       this.results.set(key, result);
       return renderIr(result);
     } catch (error) {
       this.results.delete(key);
       const message = error instanceof Error ? error.message : String(error);
-      return renderFailure(message, stageLanguage(target.stage));
+      return renderFailure(message, language);
     }
   }
 
-  /** Opens (or refreshes) the IR view of `target` beside the source, keeping the focus. */
-  async open(target: IrTarget): Promise<void> {
-    const uri = irUri(target);
+  /** Opens (or refreshes) the IR view of `target` (of stage `stage`) beside the source, keeping the focus. */
+  async open(target: IrTarget, stage: StageInfo): Promise<void> {
+    const uri = irUri(target, stage);
     const alreadyOpen = vscode.workspace.textDocuments.some((d) => d.uri.toString() === uri.toString());
     if (alreadyOpen) {
       this.changed.fire(uri);
     }
     let document = await vscode.workspace.openTextDocument(uri);
     const result = this.results.get(uri.toString());
-    const languageId = editorLanguageId(result?.language ?? stageLanguage(target.stage));
+    const languageId = editorLanguageId(result?.language ?? stage.language, await vscode.languages.getLanguages());
     if (document.languageId !== languageId) {
       document = await vscode.languages.setTextDocumentLanguage(document, languageId);
     }

@@ -11,12 +11,36 @@ export interface LspRange {
   end: LspPosition;
 }
 
-/** The compilation stages the server can show, in pipeline order. */
-export const STAGES = ['traced', 'lowered', 'llvm', 'ptx', 'sass', 'launcher'] as const;
-export type Stage = (typeof STAGES)[number];
+/**
+ * `kdsl/capabilities` request (no params): what the server can show and its setting
+ * defaults. The extension keeps no copy of these; it asks once per server start.
+ */
+export const CAPABILITIES_REQUEST = 'kdsl/capabilities';
 
-export function isStage(value: unknown): value is Stage {
-  return typeof value === 'string' && (STAGES as readonly string[]).includes(value);
+/** One row of the server's stage table. */
+export interface StageInfo {
+  name: string;
+  /** The server's language name of the stage's text (`mlir`, `sass`, ...). */
+  language: string;
+  /** File extension of the stage's text, with its dot (`.ll`). */
+  extension: string;
+  binary: boolean;
+  /** Made only when a build keeps its views. */
+  needsViews: boolean;
+  /** `pipeline`, `on request` (made when first asked for) or `launcher`. */
+  madeBy: string;
+}
+
+export interface Capabilities {
+  /** The stages that can be shown, in pipeline order. */
+  stages: StageInfo[];
+  targets: string[];
+  /** The target used when none is set and no GPU is found. */
+  defaultTarget: string;
+  /** Default of each server setting, keyed as in the configuration (`worker.timeoutSeconds`). */
+  settings: Record<string, unknown>;
+  /** The allowed values of the settings that take one of a list. */
+  choices: Record<string, string[]>;
 }
 
 /** `kdsl/stages` request. */
@@ -47,8 +71,6 @@ export interface IrParams {
   stage: string;
 }
 
-export type IrLanguage = 'mlir' | 'llvm' | 'ptx' | 'sass' | 'python';
-
 export interface SourceMapEntry {
   /** 0-based line in the IR text. */
   irLine: number;
@@ -64,7 +86,8 @@ export interface IrDiagnostic {
 
 export interface IrResult {
   text: string;
-  language: IrLanguage | string;
+  /** The server's language name (a `StageInfo.language`, or `plaintext`). */
+  language: string;
   sourceMap: SourceMapEntry[];
   diagnostics: IrDiagnostic[];
 }

@@ -1,92 +1,140 @@
 // The extension's settings: parsing the raw configuration values into a typed,
 // defaulted object, and turning it into the server's initializationOptions.
 // This module does not import `vscode` so that it can be unit-tested.
+//
+// The defaults and the allowed values are the ones package.json declares
+// (`contributes.configuration`), read from it here rather than written again:
+// VS Code already applies those defaults to settings the user left alone, and
+// this module falls back to the same ones for values of the wrong type. The
+// server's own defaults (`kdsl/capabilities`) are kept equal to package.json by
+// tests/lsp/test_capabilities_manifest.py.
 
 export const SECTION = 'kdsl';
 
-export const TARGETS = ['sm_80', 'sm_86', 'sm_89', 'sm_90'] as const;
-/** A GPU architecture, or '' for the server default. */
-export type Target = (typeof TARGETS)[number] | '';
-
-export const TRACE_LEVELS = ['off', 'messages', 'verbose'] as const;
-export type TraceLevel = (typeof TRACE_LEVELS)[number];
-
 export interface KdslSettings {
-  target: Target;
+  /** A GPU architecture such as `sm_90`, or '' for the server's choice. */
+  target: string;
   workerTimeoutSeconds: number;
   workerMemoryLimitMb: number;
+  /** How the worker contains each run (one of package.json's `kdsl.worker.sandbox` enum). */
+  workerSandbox: string;
   debounceMs: number;
   executeUserCode: boolean;
   interpreterPath: string;
-  traceServer: TraceLevel;
+  /** `off`, `messages` or `verbose` (package.json's `kdsl.trace.server` enum). */
+  traceServer: string;
 }
 
-export const DEFAULT_SETTINGS: Readonly<KdslSettings> = Object.freeze({
-  target: '',
-  workerTimeoutSeconds: 10,
-  workerMemoryLimitMb: 4096,
-  debounceMs: 300,
-  executeUserCode: true,
-  interpreterPath: '',
-  traceServer: 'off',
-});
-
-/** Keys (relative to the `kdsl` section) read from the configuration. */
-export const SETTING_KEYS = [
-  'target',
-  'worker.timeoutSeconds',
-  'worker.memoryLimitMb',
-  'debounceMs',
-  'executeUserCode',
-  'interpreterPath',
-  'trace.server',
-] as const;
-export type SettingKey = (typeof SETTING_KEYS)[number];
+/** Keys (relative to the `kdsl` section) read from the configuration, and the field each fills. */
+export const SETTING_FIELDS = {
+  target: 'target',
+  'worker.timeoutSeconds': 'workerTimeoutSeconds',
+  'worker.memoryLimitMb': 'workerMemoryLimitMb',
+  'worker.sandbox': 'workerSandbox',
+  debounceMs: 'debounceMs',
+  executeUserCode: 'executeUserCode',
+  interpreterPath: 'interpreterPath',
+  'trace.server': 'traceServer',
+} as const satisfies Record<string, keyof KdslSettings>;
+export type SettingKey = keyof typeof SETTING_FIELDS;
+export const SETTING_KEYS = Object.keys(SETTING_FIELDS) as SettingKey[];
 
 /** Raw values keyed by the dotted setting names of SETTING_KEYS. */
 export type RawSettings = Partial<Record<SettingKey, unknown>>;
 
 /** The options the server expects in `initialize` and `workspace/didChangeConfiguration`. */
 export interface InitializationOptions {
-  target: Target;
+  target: string;
   timeoutSeconds: number;
   memoryLimitMb: number;
+  sandbox: string;
   debounceMs: number;
   trusted: boolean;
 }
 
-function positiveNumber(value: unknown, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : fallback;
+/** The part of package.json that declares the settings. */
+export interface Manifest {
+  contributes?: { configuration?: { properties?: Record<string, { default?: unknown; enum?: unknown[] }> } };
 }
 
-function nonNegativeNumber(value: unknown, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : fallback;
+/** What package.json declares: each setting's default, and the allowed values of those with an enum. */
+export interface Declared {
+  defaults: Readonly<KdslSettings>;
+  choices: Partial<Record<SettingKey, readonly string[]>>;
 }
 
-function oneOf<T extends string>(allowed: readonly T[], value: unknown, fallback: T): T {
-  if (typeof value !== 'string') {
-    return fallback;
+/** A valid value, or undefined (then the default is used). */
+type Reader = (value: unknown, choices: readonly string[] | undefined) => unknown;
+
+function positiveNumber(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+function nonNegativeNumber(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
+function round(value: number | undefined): number | undefined {
+  return value === undefined ? undefined : Math.round(value);
+}
+
+function trimmed(value: unknown): string | undefined {
+  return typeof value === 'string' ? value.trim() : undefined;
+}
+
+function oneOf(value: unknown, choices: readonly string[] | undefined): string | undefined {
+  const text = trimmed(value);
+  return text !== undefined && (choices === undefined || choices.includes(text)) ? text : undefined;
+}
+
+const READERS: Record<SettingKey, Reader> = {
+  // Any name: the server knows its targets (a newer one may know more than package.json's enum).
+  target: trimmed,
+  'worker.timeoutSeconds': positiveNumber,
+  'worker.memoryLimitMb': (v) => round(positiveNumber(v)),
+  'worker.sandbox': oneOf,
+  debounceMs: (v) => round(nonNegativeNumber(v)),
+  executeUserCode: (v) => (typeof v === 'boolean' ? v : undefined),
+  interpreterPath: trimmed,
+  'trace.server': oneOf,
+};
+
+/** Reads the declarations of every setting; throws when one has no valid default (a packaging error). */
+export function declaredSettings(manifest: Manifest): Declared {
+  const properties = manifest.contributes?.configuration?.properties ?? {};
+  const defaults: Record<string, unknown> = {};
+  const choices: Partial<Record<SettingKey, readonly string[]>> = {};
+  for (const key of SETTING_KEYS) {
+    const declaration = properties[`${SECTION}.${key}`];
+    const values = declaration?.enum;
+    if (Array.isArray(values) && values.every((v): v is string => typeof v === 'string')) {
+      choices[key] = values;
+    }
+    const value = declaration === undefined ? undefined : READERS[key](declaration.default, choices[key]);
+    if (value === undefined) {
+      throw new Error(`package.json declares no valid default for ${SECTION}.${key}`);
+    }
+    defaults[SETTING_FIELDS[key]] = value;
   }
-  const trimmed = value.trim();
-  return (allowed as readonly string[]).includes(trimmed) ? (trimmed as T) : fallback;
+  return { defaults: Object.freeze(defaults as unknown as KdslSettings), choices };
 }
+
+// The extension's own package.json: `out/settings.js` and `src/settings.ts` both lie one level below it.
+const DECLARED: Declared = declaredSettings(require('../package.json') as Manifest);
+export const DEFAULT_SETTINGS: Readonly<KdslSettings> = DECLARED.defaults;
 
 /**
  * Parses raw configuration values. Missing values and values of the wrong
- * type or out of range fall back to the defaults.
+ * type, out of range or not among the declared choices fall back to the defaults.
  */
-export function parseSettings(raw: RawSettings | undefined | null): KdslSettings {
+export function parseSettings(raw: RawSettings | undefined | null, declared: Declared = DECLARED): KdslSettings {
   const r: RawSettings = raw ?? {};
-  return {
-    target: oneOf<Target>(['', ...TARGETS], r['target'], DEFAULT_SETTINGS.target),
-    workerTimeoutSeconds: positiveNumber(r['worker.timeoutSeconds'], DEFAULT_SETTINGS.workerTimeoutSeconds),
-    workerMemoryLimitMb: Math.round(positiveNumber(r['worker.memoryLimitMb'], DEFAULT_SETTINGS.workerMemoryLimitMb)),
-    debounceMs: Math.round(nonNegativeNumber(r['debounceMs'], DEFAULT_SETTINGS.debounceMs)),
-    executeUserCode:
-      typeof r['executeUserCode'] === 'boolean' ? r['executeUserCode'] : DEFAULT_SETTINGS.executeUserCode,
-    interpreterPath: typeof r['interpreterPath'] === 'string' ? r['interpreterPath'].trim() : '',
-    traceServer: oneOf<TraceLevel>(TRACE_LEVELS, r['trace.server'], DEFAULT_SETTINGS.traceServer),
-  };
+  const settings: Record<string, unknown> = {};
+  for (const key of SETTING_KEYS) {
+    const field = SETTING_FIELDS[key];
+    settings[field] = READERS[key](r[key], declared.choices[key]) ?? declared.defaults[field];
+  }
+  return settings as unknown as KdslSettings;
 }
 
 /**
@@ -110,6 +158,7 @@ export function toInitializationOptions(settings: KdslSettings, workspaceTrusted
     target: settings.target,
     timeoutSeconds: settings.workerTimeoutSeconds,
     memoryLimitMb: settings.workerMemoryLimitMb,
+    sandbox: settings.workerSandbox,
     debounceMs: settings.debounceMs,
     trusted: settings.executeUserCode && workspaceTrusted,
   };

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { availableStages, functionAtLine, orderFunctions } from '../functionPick';
+import { availableStages, functionAtLine, orderFunctions, stageDescription } from '../functionPick';
 import type { FunctionInfo } from '../protocol';
+import { CAPABILITIES } from './fixtures';
 
 function fn(name: string, line: number, stages: string[] = []): FunctionInfo {
   return {
@@ -33,12 +34,33 @@ describe('orderFunctions', () => {
 });
 
 describe('availableStages', () => {
-  it('keeps the known stages in pipeline order', () => {
-    assert.deepEqual(availableStages(fn('k', 0, ['ptx', 'lowered', 'bogus', 'traced'])), ['traced', 'lowered', 'ptx']);
+  const names = (fnInfo: FunctionInfo | undefined, stages = CAPABILITIES.stages) =>
+    availableStages(fnInfo, stages).map((s) => s.name);
+
+  it('keeps the stages the server lists, in the order of its table', () => {
+    assert.deepEqual(names(fn('k', 0, ['ptx', 'lowered', 'bogus', 'traced'])), ['traced', 'lowered', 'ptx']);
   });
-  it('offers every stage when none is known', () => {
+  it('offers every stage when none is listed', () => {
     const all = ['traced', 'lowered', 'llvm', 'ptx', 'sass', 'launcher'];
-    assert.deepEqual(availableStages(undefined), all);
-    assert.deepEqual(availableStages(fn('k', 0, ['bogus'])), all);
+    assert.deepEqual(names(undefined), all);
+    assert.deepEqual(names(fn('k', 0, ['bogus'])), all);
+  });
+  it('knows no stage of its own', () => {
+    const hlo = { ...CAPABILITIES.stages[0], name: 'hlo' };
+    assert.deepEqual(names(fn('k', 0, ['hlo', 'ptx']), [hlo]), ['hlo']);
+    assert.deepEqual(names(fn('k', 0, ['ptx']), []), []);
+  });
+});
+
+describe('stageDescription', () => {
+  it('gives the language, the file extension and when a stage is made', () => {
+    assert.deepEqual(CAPABILITIES.stages.map(stageDescription), [
+      'mlir .mlir',
+      'mlir .mlir',
+      'llvm .ll',
+      'ptx .ptx',
+      'sass .sass (made on request)',
+      'python .py',
+    ]);
   });
 });

@@ -7,7 +7,6 @@ import {
   normalizeIrResult,
   renderFailure,
   renderIr,
-  stageLanguage,
 } from '../irText';
 
 describe('renderIr', () => {
@@ -75,19 +74,18 @@ describe('renderIr', () => {
 });
 
 describe('language helpers', () => {
-  it('maps IR languages to editor languages', () => {
+  it('maps IR languages to registered editor languages, the kdsl ones first', () => {
+    // what VS Code lists with this extension and a Sass (CSS) extension installed
+    const registered = ['plaintext', 'python', 'sass', 'mlir', 'llvm', 'ptx', 'kdsl-sass'];
     assert.deepEqual(
-      ['mlir', 'llvm', 'ptx', 'sass', 'python', 'cobol'].map(editorLanguageId),
-      ['mlir', 'llvm', 'ptx', 'kdsl-sass', 'python', 'plaintext'],
+      ['mlir', 'llvm', 'ptx', 'sass', 'python', 'cobol', ''].map((l) => editorLanguageId(l, registered)),
+      ['mlir', 'llvm', 'ptx', 'kdsl-sass', 'python', 'plaintext', 'plaintext'],
     );
+    assert.equal(editorLanguageId('sass', ['sass']), 'sass');
   });
 
-  it('knows the comment prefixes and stage languages', () => {
+  it('knows the comment prefixes', () => {
     assert.deepEqual(['mlir', 'llvm', 'ptx', 'sass', 'python'].map(commentPrefix), ['//', ';', '//', '//', '#']);
-    assert.deepEqual(
-      ['traced', 'lowered', 'llvm', 'ptx', 'sass', 'launcher'].map(stageLanguage),
-      ['mlir', 'mlir', 'llvm', 'ptx', 'sass', 'python'],
-    );
     assert.equal(commentLines('a\n\nb', 'python'), '# a\n#\n# b');
   });
 
@@ -100,11 +98,12 @@ describe('language helpers', () => {
 });
 
 describe('normalizeIrResult', () => {
-  it('fills in missing fields', () => {
+  it('fills in missing fields, the language from the stage', () => {
     assert.deepEqual(normalizeIrResult(null, 'ptx'), { text: '', language: 'ptx', sourceMap: [], diagnostics: [] });
     assert.deepEqual(
-      normalizeIrResult({ text: 'x', diagnostics: [{ message: 'm' }, { nope: 1 }, null] }, 'launcher'),
+      normalizeIrResult({ text: 'x', diagnostics: [{ message: 'm' }, { nope: 1 }, null] }, 'python'),
       { text: 'x', language: 'python', sourceMap: [], diagnostics: [{ message: 'm' }] },
     );
+    assert.equal(normalizeIrResult({ text: 'x', language: 'llvm' }, 'python').language, 'llvm');
   });
 });

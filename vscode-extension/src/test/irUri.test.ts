@@ -7,33 +7,36 @@ import {
   parseIrUri,
   parseIrUriString,
   sourceBaseName,
-  stageExtension,
   type IrTarget,
 } from '../irUri';
-import { STAGES } from '../protocol';
+import { CAPABILITIES, stageOf } from './fixtures';
+
+/** The file extension the server's stage table gives `target`'s stage. */
+const ext = (target: IrTarget) => stageOf(target.stage).extension;
 
 describe('buildIrUri', () => {
   it('builds the scheme, path and query', () => {
-    assert.deepEqual(buildIrUri({ sourceUri: 'file:///home/u/kernels.py', functionName: 'add', stage: 'ptx' }), {
+    assert.deepEqual(buildIrUri({ sourceUri: 'file:///home/u/kernels.py', functionName: 'add', stage: 'ptx' }, '.ptx'), {
       scheme: 'kdsl-ir',
       path: '/kernels.add.ptx.ptx',
       query: 'source=file%3A%2F%2F%2Fhome%2Fu%2Fkernels.py&function=add&stage=ptx',
     });
   });
 
-  it('gives every stage its file extension', () => {
+  it('gives every stage the file extension of the server stage table', () => {
     assert.deepEqual(
-      STAGES.map((stage) => [stage, stageExtension(stage)]),
-      [
-        ['traced', 'mlir'],
-        ['lowered', 'mlir'],
-        ['llvm', 'll'],
-        ['ptx', 'ptx'],
-        ['sass', 'sass'],
-        ['launcher', 'py'],
-      ],
+      CAPABILITIES.stages.map((s) => buildIrUri({ sourceUri: 'file:///k.py', functionName: 'f', stage: s.name }, s.extension).path),
+      ['/k.f.traced.mlir', '/k.f.lowered.mlir', '/k.f.llvm.ll', '/k.f.ptx.ptx', '/k.f.sass.sass', '/k.f.launcher.py'],
     );
-    assert.equal(buildIrUri({ sourceUri: 'file:///k.py', functionName: 'f', stage: 'launcher' }).path, '/k.f.launcher.py');
+  });
+
+  it('takes any stage and extension, sanitised for the path', () => {
+    const target = { sourceUri: 'file:///k.py', functionName: 'f', stage: 'h/lo' };
+    assert.equal(buildIrUri(target, '.hlo').path, '/k.f.h_lo.hlo');
+    assert.equal(buildIrUri(target, 'hlo').path, '/k.f.h_lo.hlo');
+    assert.equal(buildIrUri(target, '').path, '/k.f.h_lo');
+    assert.equal(buildIrUri(target, './x?').path, '/k.f.h_lo._x_');
+    assert.deepEqual(parseIrUri(buildIrUri(target, '.hlo')), target);
   });
 
   it('decodes and sanitises the source name for the path', () => {
@@ -59,7 +62,7 @@ describe('IR URI round trip', () => {
 
   it('parses the components back exactly', () => {
     for (const target of targets) {
-      const c = buildIrUri(target);
+      const c = buildIrUri(target, ext(target));
       assert.equal(c.scheme, IR_SCHEME);
       assert.ok(!c.path.slice(1).includes('/'), c.path);
       assert.deepEqual(parseIrUri(c), target);
@@ -68,7 +71,7 @@ describe('IR URI round trip', () => {
 
   it('parses the string form back exactly', () => {
     for (const target of targets) {
-      const s = formatIrUri(target);
+      const s = formatIrUri(target, ext(target));
       assert.ok(s.startsWith('kdsl-ir:/'));
       assert.deepEqual(parseIrUriString(s), target);
     }
@@ -76,15 +79,16 @@ describe('IR URI round trip', () => {
 
   it('formats the string form', () => {
     assert.equal(
-      formatIrUri({ sourceUri: 'file:///w/k.py', functionName: 'add', stage: 'ptx' }),
+      formatIrUri({ sourceUri: 'file:///w/k.py', functionName: 'add', stage: 'ptx' }, '.ptx'),
       'kdsl-ir:/k.add.ptx.ptx?source=file%3A%2F%2F%2Fw%2Fk.py&function=add&stage=ptx',
     );
   });
 
-  it('rejects other schemes, unknown stages and missing fields', () => {
-    const query = buildIrUri({ sourceUri: 'file:///k.py', functionName: 'f', stage: 'ptx' }).query;
+  it('rejects other schemes and missing fields', () => {
+    const query = buildIrUri({ sourceUri: 'file:///k.py', functionName: 'f', stage: 'ptx' }, '.ptx').query;
     assert.equal(parseIrUri({ scheme: 'file', query }), undefined);
-    assert.equal(parseIrUri({ scheme: IR_SCHEME, query: query.replace('stage=ptx', 'stage=asm') }), undefined);
+    assert.equal(parseIrUri({ scheme: IR_SCHEME, query: query.replace('stage=ptx', 'stage=') }), undefined);
+    assert.equal(parseIrUri({ scheme: IR_SCHEME, query: 'source=file%3A%2F%2F%2Fk.py&function=f' }), undefined);
     assert.equal(parseIrUri({ scheme: IR_SCHEME, query: 'source=file%3A%2F%2F%2Fk.py&stage=ptx' }), undefined);
     assert.equal(parseIrUri({ scheme: IR_SCHEME, query: 'function=f&stage=ptx' }), undefined);
     assert.equal(parseIrUri({ scheme: IR_SCHEME, query: 'source=%E0%A4%A&function=f&stage=ptx' }), undefined);

@@ -1,14 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import {
+  declaredSettings,
   DEFAULT_SETTINGS,
   needsRestart,
   parseSettings,
   readSettings,
   SETTING_KEYS,
   toInitializationOptions,
+  type Manifest,
   type SettingKey,
 } from '../settings';
+
+// out/test/ -> vscode-extension/package.json
+const MANIFEST = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as Manifest;
 
 describe('parseSettings', () => {
   it('returns the defaults for an empty or missing object', () => {
@@ -16,6 +23,7 @@ describe('parseSettings', () => {
       target: '',
       workerTimeoutSeconds: 10,
       workerMemoryLimitMb: 4096,
+      workerSandbox: 'standard',
       debounceMs: 300,
       executeUserCode: true,
       interpreterPath: '',
@@ -33,6 +41,7 @@ describe('parseSettings', () => {
         target: 'sm_90',
         'worker.timeoutSeconds': 2.5,
         'worker.memoryLimitMb': 1024,
+        'worker.sandbox': 'strict',
         debounceMs: 0,
         executeUserCode: false,
         interpreterPath: '  /opt/py/bin/python  ',
@@ -42,6 +51,7 @@ describe('parseSettings', () => {
         target: 'sm_90',
         workerTimeoutSeconds: 2.5,
         workerMemoryLimitMb: 1024,
+        workerSandbox: 'strict',
         debounceMs: 0,
         executeUserCode: false,
         interpreterPath: '/opt/py/bin/python',
@@ -53,9 +63,10 @@ describe('parseSettings', () => {
   it('replaces bad values with the defaults', () => {
     assert.deepEqual(
       parseSettings({
-        target: 'sm_75',
+        target: 90,
         'worker.timeoutSeconds': -1,
         'worker.memoryLimitMb': Number.NaN,
+        'worker.sandbox': 'off',
         debounceMs: '300',
         executeUserCode: 'no',
         interpreterPath: 42,
@@ -75,10 +86,46 @@ describe('parseSettings', () => {
     assert.equal(s.debounceMs, 99);
   });
 
-  it('accepts every target of the enum, trimmed', () => {
-    for (const t of ['sm_80', 'sm_86', 'sm_89', 'sm_90']) {
+  it('passes any target name through, trimmed: the server knows its targets', () => {
+    for (const t of ['sm_80', 'sm_90', 'sm_100']) {
       assert.equal(parseSettings({ target: ` ${t} ` }).target, t);
     }
+  });
+});
+
+describe('declaredSettings', () => {
+  const manifest = (properties: Record<string, { default?: unknown; enum?: unknown[] }>): Manifest => ({
+    contributes: { configuration: { properties } },
+  });
+  const complete = Object.fromEntries(
+    Object.entries(MANIFEST.contributes?.configuration?.properties ?? {}).map(([k, v]) => [k, { ...v }]),
+  );
+
+  it('reads the defaults and enums of package.json', () => {
+    const declared = declaredSettings(MANIFEST);
+    assert.deepEqual(declared.defaults, DEFAULT_SETTINGS);
+    assert.deepEqual(declared.choices, {
+      target: ['', 'sm_80', 'sm_86', 'sm_89', 'sm_90'],
+      'worker.sandbox': ['standard', 'strict'],
+      'trace.server': ['off', 'messages', 'verbose'],
+    });
+  });
+
+  it('falls back to what a manifest declares', () => {
+    const declared = declaredSettings(
+      manifest({ ...complete, 'kdsl.debounceMs': { default: 50 }, 'kdsl.worker.sandbox': { default: 'b', enum: ['a', 'b'] } }),
+    );
+    assert.equal(parseSettings({ debounceMs: -1 }, declared).debounceMs, 50);
+    assert.equal(parseSettings({ 'worker.sandbox': 'strict' }, declared).workerSandbox, 'b');
+    assert.equal(parseSettings({ 'worker.sandbox': 'a' }, declared).workerSandbox, 'a');
+  });
+
+  it('refuses a manifest without a valid default for a setting', () => {
+    assert.throws(() => declaredSettings(manifest({})), /no valid default for kdsl\.target/);
+    assert.throws(
+      () => declaredSettings(manifest({ ...complete, 'kdsl.worker.sandbox': { default: 'loose', enum: ['standard'] } })),
+      /kdsl\.worker\.sandbox/,
+    );
   });
 });
 
@@ -95,13 +142,20 @@ describe('readSettings', () => {
 });
 
 describe('toInitializationOptions', () => {
-  const settings = parseSettings({ target: 'sm_89', 'worker.timeoutSeconds': 30, 'worker.memoryLimitMb': 2048, debounceMs: 150 });
+  const settings = parseSettings({
+    target: 'sm_89',
+    'worker.timeoutSeconds': 30,
+    'worker.memoryLimitMb': 2048,
+    'worker.sandbox': 'strict',
+    debounceMs: 150,
+  });
 
   it('maps the settings to the server names', () => {
     assert.deepEqual(toInitializationOptions(settings, true), {
       target: 'sm_89',
       timeoutSeconds: 30,
       memoryLimitMb: 2048,
+      sandbox: 'strict',
       debounceMs: 150,
       trusted: true,
     });
@@ -129,5 +183,6 @@ describe('needsRestart', () => {
     assert.equal(needsRestart(base, { ...base, interpreterPath: '/usr/bin/python3' }), true);
     assert.equal(needsRestart(base, { ...base, executeUserCode: false }), true);
     assert.equal(needsRestart(base, { ...base, debounceMs: 301 }), true);
+    assert.equal(needsRestart(base, { ...base, workerSandbox: 'strict' }), true);
   });
 });
