@@ -19,7 +19,7 @@ from typing import Any
 from dsl.compiler.api import compile_function, parse_examples
 from dsl.compiler.artifacts import FunctionReport, ModuleReport
 from dsl.diagnostics import CompileError, Diagnostic, SourceRange
-from dsl.frontend.source import SourceFile
+from dsl.frontend.source import SourceFile, is_user_code
 from dsl.frontend.static_checks import static_checks
 from dsl.language.decorators import JitFunction, KernelFunction
 
@@ -92,7 +92,7 @@ def _forget_user_modules(before: set[str]) -> None:
     worker) sees their current text; libraries stay imported."""
     for name in set(sys.modules) - before:
         path = getattr(sys.modules[name], "__file__", None) or ""
-        if path and not any(part in path for part in ("site-packages", "/lib/python", "dist-packages")):
+        if path and is_user_code(name, path):
             del sys.modules[name]
 
 

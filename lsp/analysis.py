@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from dsl.compiler.artifacts import ModuleReport
 from dsl.diagnostics import CATALOGUE, Diagnostic, Related, Severity, SourceRange
+from dsl.frontend.source import source_lines
 
 SELECT_ALL = "ALL"
 MAX_SOURCE_BYTES = 8 * 1024 * 1024  # larger "source files" are skipped, not read
@@ -31,7 +32,7 @@ _FILE_KINDS = {
 
 def line_range(path: str, source: str | None, line: int = 1) -> SourceRange:
     """The whole of 1-based `line` of `source` (an empty range when the file has no such line)."""
-    lines = (source or "").splitlines()
+    lines = source_lines(source or "")
     text = lines[line - 1] if 0 < line <= len(lines) else ""
     return SourceRange(path, line, 0, line, len(text))
 

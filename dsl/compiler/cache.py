@@ -11,6 +11,7 @@ helper or a hint changes the key.
 from __future__ import annotations
 
 import hashlib
+import threading
 import types
 from collections import OrderedDict
 from typing import Any
@@ -30,7 +31,7 @@ def _referenced_names(code: types.CodeType) -> set[str]:
 
 def dependency_digest(fn: types.FunctionType) -> str:
     """Hashes the sources and constants a function depends on, following helpers."""
-    from dsl.frontend.source import function_source
+    from dsl.frontend.source import closure_vars, function_source, is_user_function
     from dsl.language.decorators import JitFunction, KernelFunction
 
     h = hashlib.sha256()
@@ -45,12 +46,7 @@ def dependency_digest(fn: types.FunctionType) -> str:
             h.update(function_source(f).text.encode())
         except OSError:
             h.update(getattr(f.__code__, "co_code", b""))
-        closure = {}
-        for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
-            try:
-                closure[name] = cell.cell_contents
-            except ValueError:
-                pass
+        closure = closure_vars(f)
         for name in sorted(_referenced_names(f.__code__)):
             value = closure.get(name, f.__globals__.get(name, _MISSING))
             if value is _MISSING:
@@ -60,7 +56,7 @@ def dependency_digest(fn: types.FunctionType) -> str:
                 stack.append(value.fn)
             elif isinstance(value, JitFunction):
                 stack.append(value.fn)
-            elif isinstance(value, types.FunctionType) and "site-packages" not in value.__code__.co_filename:
+            elif isinstance(value, types.FunctionType) and is_user_function(value):
                 stack.append(value)
             elif isinstance(value, _SIMPLE) or (
                     isinstance(value, tuple) and all(isinstance(v, _SIMPLE) for v in value)):
@@ -86,30 +82,35 @@ def function_key(fn: Any, src: Any, params: list[Any], target: str, until: str) 
 
 
 class MemoryCache:
-    """A small LRU of compile results, for warm processes."""
+    """A small LRU of compile results, for warm processes; safe to share between threads (the
+    counters say how many lookups hit and missed, which tests of recompilation read)."""
 
     def __init__(self, capacity: int = 256):
         self.capacity = capacity
         self._items: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
     def get(self, key: str) -> Any:
-        if key in self._items:
-            self._items.move_to_end(key)
-            self.hits += 1
-            return self._items[key]
-        self.misses += 1
-        return None
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return self._items[key]
+            self.misses += 1
+            return None
 
     def put(self, key: str, value: Any) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
 
     def clear(self) -> None:
-        self._items.clear()
+        with self._lock:
+            self._items.clear()
 
 
 MEMORY = MemoryCache()

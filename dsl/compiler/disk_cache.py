@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dsl import environment
+
 MAGIC = b"kdsl-cache-1\n"
 _HEADER = struct.Struct("<32sQ")  # sha256 of (json + cubin), json length
 
@@ -48,12 +50,12 @@ class CacheEntry:
 
 
 def enabled() -> bool:
-    return os.environ.get("KDSL_NO_DISK_CACHE", "") not in ("1", "true", "yes")
+    return not environment.switch("KDSL_NO_DISK_CACHE")
 
 
 def cache_dir() -> Path:
-    if os.environ.get("KDSL_CACHE_DIR"):
-        return Path(os.environ["KDSL_CACHE_DIR"])
+    if environment.path("KDSL_CACHE_DIR"):
+        return Path(environment.path("KDSL_CACHE_DIR"))  # type: ignore[arg-type]
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "kdsl"
 

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from dsl import environment
 from dsl.compiler.artifacts import Resources
 
 
@@ -27,8 +28,8 @@ def _wheel_roots() -> list[Path]:
 
 
 def _find(tool: str, env_var: str) -> str | None:
-    if os.environ.get(env_var):
-        return os.environ[env_var]
+    if environment.path(env_var):
+        return environment.path(env_var)
     candidates = []
     if os.environ.get("CUDA_HOME"):
         candidates.append(Path(os.environ["CUDA_HOME"]) / "bin" / tool)
@@ -53,8 +54,8 @@ def nvdisasm_path() -> str | None:
 
 @functools.cache
 def libdevice_path() -> str | None:
-    if os.environ.get("KDSL_LIBDEVICE"):
-        return os.environ["KDSL_LIBDEVICE"]
+    if environment.path("KDSL_LIBDEVICE"):
+        return environment.path("KDSL_LIBDEVICE")
     roots = [Path(os.environ["CUDA_HOME"])] if os.environ.get("CUDA_HOME") else []
     for root in _wheel_roots():
         roots += sorted(root.glob("cu*"), reverse=True) + [root / "cuda_nvcc"]

@@ -364,7 +364,8 @@ def _argument_nodes(call: ast.Call, sig: inspect.Signature) -> dict[str, ast.AST
 def trace_host(src: FunctionSource, fn: Any, params: list[ParamSpec], compiler: Any, sink: Any
                ) -> tuple[Any, HostState] | None:
     """Emits the jit function as `func.func` at the current insertion point."""
-    from dsl.frontend.tracer import Frame, closure_vars
+    from dsl.frontend.source import closure_vars
+    from dsl.frontend.tracer import Frame
 
     file, node = src.file, src.node
     flat = flatten_params(params)

@@ -27,8 +27,8 @@ from dsl.frontend import arith as A
 from dsl.frontend import memory, ops
 from dsl.frontend.intrinsic_ops import IMPLS, dim3
 from dsl.frontend.params import ParamSpec, flatten_params
-from dsl.frontend.source import FunctionSource, location
-from dsl.frontend.tracer import Frame, Tracer, closure_vars
+from dsl.frontend.source import FunctionSource, closure_vars, location
+from dsl.frontend.tracer import Frame, Tracer
 from dsl.frontend.values import (
     BoundMethod,
     DSLTypeError,

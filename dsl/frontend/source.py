@@ -3,7 +3,11 @@
 Functions are found by parsing their whole file (from `linecache`, so an editor buffer
 placed there is what we read) and picking the `def` at the function's first line; that
 keeps every node's line and column exactly as in the file, with no dedent offsets.
-Python's `ast` counts columns in UTF-8 bytes; ranges here count characters.
+Python's `ast` counts columns in UTF-8 bytes; ranges here count characters
+(`char_column`, the one conversion the compiler and the language server share). Lines end
+at `\n`, `\r\n` and `\r` only, as for Python's tokenizer and for LSP (`source_lines`):
+`str.splitlines` also breaks at form feeds, U+2028 and others, which would shift every
+line number after one.
 """
 
 from __future__ import annotations
@@ -13,10 +17,56 @@ import functools
 import hashlib
 import inspect
 import linecache
+import re
+import types
 from dataclasses import dataclass
 from typing import Any
 
 from dsl.diagnostics import SourceRange
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+_LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen")
+_OWN_PACKAGES = ("dsl", "lsp")
+
+
+def is_user_code(module: str, path: str) -> bool:
+    """Whether a module or function is the user's (traced inline, hashed into cache keys, dropped
+    after an analysis run) rather than a library's or kdsl's own. The one answer to that."""
+    if module.split(".", 1)[0] in _OWN_PACKAGES:
+        return False
+    return not any(part in path for part in _LIBRARY_PATHS)
+
+
+def is_user_function(fn: types.FunctionType) -> bool:
+    return is_user_code(fn.__module__ or "", fn.__code__.co_filename)
+
+
+def closure_vars(fn: types.FunctionType) -> dict[str, Any]:
+    """The values of a function's free variables (cells not yet filled are left out)."""
+    out = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            pass
+    return out
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of `text` without their endings, split where Python and LSP end a line."""
+    lines = _LINE_END.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()  # a final line ending starts no new line (as with str.splitlines)
+    return lines
+
+
+def char_column(line_text: str, byte_col: int) -> int:
+    """`ast`'s UTF-8 byte column on a line of text -> a character column."""
+    if line_text.isascii():
+        return byte_col
+    return len(line_text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
 
 
 @dataclass(frozen=True)
@@ -27,16 +77,13 @@ class SourceFile:
 
     @functools.cached_property
     def lines(self) -> list[str]:
-        return self.text.splitlines()
+        return source_lines(self.text)
 
     def char_column(self, line: int, byte_col: int) -> int:
         """Converts `ast`'s UTF-8 byte column on 1-based `line` to a character column."""
         if not 1 <= line <= len(self.lines):
             return byte_col
-        text = self.lines[line - 1]
-        if text.isascii():
-            return byte_col
-        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+        return char_column(self.lines[line - 1], byte_col)
 
     def range_of(self, node: ast.AST) -> SourceRange:
         line = getattr(node, "lineno", 1)

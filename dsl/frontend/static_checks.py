@@ -94,12 +94,19 @@ def contract_message(kernel: str, axis: int, launched: int, declared: int) -> st
             f"kernel '{kernel}'.")
 
 
+def decorator_kind(decorator: ast.expr) -> str | None:
+    """"kernel" or "jit" for `@dsl.kernel`, `@kernel(...)`, `@x.jit`, ...; None otherwise. The
+    one test of what a DSL function's decorator is (the compiler's checks and the editor's)."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+    return name if name in ("kernel", "jit") else None
+
+
 def decorator_info(fn: ast.FunctionDef) -> tuple[str | None, ast.expr | None, ast.expr | None]:
     """('kernel' | 'jit' | None, the decorator node, its known_block_size value node)."""
     for dec in fn.decorator_list:
-        target = dec.func if isinstance(dec, ast.Call) else dec
-        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
-        if name in ("kernel", "jit"):
+        name = decorator_kind(dec)
+        if name is not None:
             kbs = None
             if isinstance(dec, ast.Call):
                 kbs = next((kw.value for kw in dec.keywords if kw.arg == "known_block_size"), None)

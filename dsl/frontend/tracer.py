@@ -36,7 +36,7 @@ from dsl.frontend.control_flow import (
     assigned_names,
     fold_early_returns,
 )
-from dsl.frontend.source import SourceFile, function_source, location
+from dsl.frontend.source import SourceFile, closure_vars, function_source, is_user_function, location
 from dsl.frontend.structured import StructuredControlFlow
 from dsl.frontend.values import (
     BoundMethod,
@@ -87,17 +87,6 @@ class Frame:
     def flags_read_later(self) -> bool:
         return any(self.tail)
 
-
-def closure_vars(fn: types.FunctionType) -> dict[str, Any]:
-    names = fn.__code__.co_freevars
-    cells = fn.__closure__ or ()
-    out = {}
-    for name, cell in zip(names, cells):
-        try:
-            out[name] = cell.cell_contents
-        except ValueError:
-            pass
-    return out
 
 
 class Tracer(StructuredControlFlow):
@@ -208,10 +197,7 @@ class Tracer(StructuredControlFlow):
             raise self.fail("DSL302", stmt, f"'{_describe(stmt)}' is not supported in DSL functions")
         with self.loc(stmt):
             try:
-                method(stmt)
-            except (DSLTypeError, DSLUnsupported) as err:
-                code = "DSL301" if isinstance(err, DSLTypeError) else "DSL302"
-                raise self.fail(code, stmt, str(err)) from None
+                self.wrap(stmt, lambda: method(stmt))
             except (DiagnosticError, _Cascade):
                 raise
             except Exception as err:  # a compiler bug: still point at the user's statement
@@ -328,7 +314,8 @@ class Tracer(StructuredControlFlow):
 
     # ----- expressions ------------------------------------------------------------------
     def wrap(self, node: ast.AST, thunk: Any) -> Any:
-        """Runs `thunk`, turning DSL type errors into DSL301 at `node`."""
+        """Runs `thunk`, turning the DSL's user errors into diagnostics at `node`: a type
+        mistake is DSL301, a construct the DSL cannot lower DSL302 (the one place that says so)."""
         try:
             return thunk()
         except DSLTypeError as err:
@@ -341,11 +328,7 @@ class Tracer(StructuredControlFlow):
         if method is None:
             raise self.fail("DSL302", node, f"'{_describe(node)}' is not supported in DSL functions")
         with self.loc(node):
-            try:
-                return method(node)
-            except (DSLTypeError, DSLUnsupported) as err:
-                code = "DSL301" if isinstance(err, DSLTypeError) else "DSL302"
-                raise self.fail(code, node, str(err)) from None
+            return self.wrap(node, lambda: method(node))
 
     def expr_Constant(self, node: ast.Constant) -> Any:
         return node.value
@@ -568,11 +551,7 @@ class Tracer(StructuredControlFlow):
     @staticmethod
     def is_user_function(fn: types.FunctionType) -> bool:
         """Helpers from user code are traced inline; library functions run in Python."""
-        path = fn.__code__.co_filename
-        mod = fn.__module__ or ""
-        if mod.startswith("dsl.") or mod == "dsl":
-            return False
-        return not any(part in path for part in ("/lib/python", "site-packages", "<frozen"))
+        return is_user_function(fn)
 
     def inline(self, node: ast.Call, fn: types.FunctionType, args: list[Any], kwargs: dict[str, Any]) -> Any:
         try:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import types
 from typing import Any
 
-from dsl.diagnostics import ArgumentError
+from dsl import environment
+from dsl.diagnostics import ArgumentError, CompileError
 
 _call_jit: Any = None
 
@@ -67,6 +69,28 @@ class KernelFunction:
         return f"<dsl.kernel {self.kernel_name}>"
 
 
+_KDSL_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _user_facing(err: BaseException) -> bool:
+    """kdsl's errors about the user's program (not a bug of kdsl's): their traceback is cut."""
+    return isinstance(err, CompileError | ArgumentError) or type(err).__module__ == "dsl.runtime.driver"
+
+
+def user_frames(tb: Any) -> Any:
+    """The traceback without kdsl's own frames (the compiler, the runtime), so an error raised
+    at a jit call shows the user's code, as Triton's filtered tracebacks do."""
+    frames = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_KDSL_ROOT):
+            frames.append(tb)
+        tb = tb.tb_next
+    out = None
+    for entry in reversed(frames):
+        out = types.TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return out
+
+
 class _PythonJitCall:
     """The pure-Python twin of `_jitcall.c` (used where that optional module is not built)."""
 
@@ -83,7 +107,7 @@ class _PythonJitCall:
 
 
 _JitCall: Any = _PythonJitCall
-if not os.environ.get("KDSL_PURE_PYTHON"):
+if not environment.switch("KDSL_PURE_PYTHON"):
     try:
         from dsl.language._jitcall import JitCall as _JitCall  # type: ignore[no-redef]
     except ImportError:
@@ -110,7 +134,12 @@ class JitFunction(_JitCall):
         global _call_jit
         if _call_jit is None:  # bound once: an import statement per call costs microseconds
             from dsl.runtime.jit_call import call_jit as _call_jit
-        return _call_jit(self, args, kwargs)
+        try:
+            return _call_jit(self, args, kwargs)
+        except Exception as err:
+            if not _user_facing(err) or environment.switch("KDSL_FULL_TRACEBACK"):
+                raise
+            raise err.with_traceback(user_frames(err.__traceback__)) from err.__cause__
 
     def compile(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
         from dsl.compiler.api import compile

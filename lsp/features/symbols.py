@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from dsl.diagnostics import SourceRange
+from dsl.frontend.source import char_column
+from dsl.frontend.static_checks import decorator_kind
 from lsp.convert import source_lines, to_lsp_range
 
 if TYPE_CHECKING:
     from lsp.server import KdslLanguageServer
-
-_KINDS = {"kernel": "kernel", "jit": "jit"}
-
 
 @dataclass(frozen=True)
 class DslFunction:
@@ -35,16 +34,6 @@ class DslFunction:
     range: SourceRange  # decorators through the end of the body
 
 
-def decorator_kind(decorator: ast.expr) -> str | None:
-    """Returns "kernel" or "jit" for `@dsl.kernel`, `@kernel(...)`, `@x.jit`, ...; None otherwise."""
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    if isinstance(target, ast.Name):
-        return _KINDS.get(target.id)
-    if isinstance(target, ast.Attribute):
-        return _KINDS.get(target.attr)
-    return None
-
-
 def _name_range(node: ast.FunctionDef | ast.AsyncFunctionDef, path: str, lines: list[str]) -> SourceRange:
     line = lines[node.lineno - 1] if node.lineno - 1 < len(lines) else ""
     keyword = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
@@ -54,9 +43,7 @@ def _name_range(node: ast.FunctionDef | ast.AsyncFunctionDef, path: str, lines: 
 
 
 def _char_col(lines: list[str], line: int, byte_col: int) -> int:
-    """`ast` reports UTF-8 byte offsets; ranges count characters."""
-    text = lines[line - 1] if 0 < line <= len(lines) else ""
-    return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+    return char_column(lines[line - 1] if 0 < line <= len(lines) else "", byte_col)
 
 
 def node_range(node: ast.AST, path: str, lines: list[str]) -> SourceRange:
