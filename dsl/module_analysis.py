@@ -19,6 +19,7 @@ from typing import Any
 from dsl.compiler.api import compile_function, parse_examples
 from dsl.compiler.artifacts import FunctionReport, ModuleReport
 from dsl.diagnostics import CompileError, Diagnostic, SourceRange
+from dsl.frontend.launch_syntax import launch_syntax
 from dsl.frontend.source import SourceFile, is_user_code
 from dsl.frontend.static_checks import static_checks
 from dsl.language.decorators import JitFunction, KernelFunction
@@ -170,12 +171,8 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
 
 def _launched_names(node: ast.AST) -> set[str]:
     """Names of the kernels a jit function's source launches: `NAME(...).launch(...)`."""
-    names = set()
-    for call in ast.walk(node):
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "launch"
-                and isinstance(call.func.value, ast.Call) and isinstance(call.func.value.func, ast.Name)):
-            names.add(call.func.value.func.id)
-    return names
+    launches = (launch_syntax(n) for n in ast.walk(node))
+    return {launch.kernel.id for launch in launches if launch is not None and isinstance(launch.kernel, ast.Name)}
 
 
 def _compile_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, target: str | None, until: str):

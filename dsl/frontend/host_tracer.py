@@ -35,6 +35,7 @@ from dsl.frontend import ops
 from dsl.frontend.host_checks import CheckRecord, HostRunTimeFacts
 from dsl.frontend.host_values import HostScalar, HostTensor, host_binary, py_expr, truth_expr, tuple_expr
 from dsl.frontend.kernel_tracer import TracedKernel
+from dsl.frontend.launch_syntax import launch_syntax
 from dsl.frontend.params import ParamSpec, flatten_params
 from dsl.frontend.source import FunctionSource, function_source, location
 from dsl.frontend.static_checks import (
@@ -164,10 +165,11 @@ class HostTracer(HostRunTimeFacts, Tracer):
         if grid is None or block is None:
             raise self.fail("DSL301", node, "launch needs grid= and block=")
         kernel = call.kernel
-        keyword = {kw.arg: kw.value for kw in node.keywords if kw.arg}
-        block_node = keyword.get("block", node.args[1] if len(node.args) > 1 else node)
-        grid_node = keyword.get("grid", node.args[0] if node.args else node)
-        smem_node = keyword.get("smem", node)
+        syntax = launch_syntax(node)
+        written = syntax.arguments if syntax is not None else {}
+        block_node = written.get("block", node)
+        grid_node = written.get("grid", node)
+        smem_node = written.get("smem", node)
         block3 = self._dim3(block, block_node, "block")
         grid3 = self._dim3(grid, grid_node, "grid")
         target = self.compiler.target
@@ -300,8 +302,6 @@ class HostTracer(HostRunTimeFacts, Tracer):
         return out
 
     def warn_mismatch(self, kernel: Any, node: ast.AST, name: str, actual: str, annotated: str) -> None:
-        from dsl.frontend.source import function_source
-
         src = function_source(kernel.fn)
         arg = next((a for a in src.node.args.args + src.node.args.kwonlyargs if a.arg == name), None)
         ann_text = ast.unparse(arg.annotation) if arg is not None and arg.annotation is not None else None

@@ -12,6 +12,7 @@ from typing import Any
 
 from dsl.compiler.targets import get_target
 from dsl.diagnostics import Diagnostic, Fix, Related, SourceRange, TextEdit
+from dsl.frontend.launch_syntax import launch_syntax
 from dsl.frontend.source import SourceFile
 
 DSL_TYPE_NAMES = {
@@ -352,14 +353,8 @@ def _is_not_dsl_type(node: ast.expr) -> bool:
 
 def _launch_call(node: ast.AST) -> tuple[str, ast.expr] | None:
     """`kernel(...).launch(..., block=B)` -> ('kernel', B)."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "launch"):
+    launch = launch_syntax(node)
+    if launch is None or launch.kernel_call is None or not isinstance(launch.kernel, ast.Name):
         return None
-    inner = node.func.value
-    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)):
-        return None
-    block = next((kw.value for kw in node.keywords if kw.arg == "block"), None)
-    if block is None and len(node.args) > 1:
-        block = node.args[1]
-    if block is None:
-        return None
-    return inner.func.id, block
+    block = launch.arguments.get("block")
+    return None if block is None else (launch.kernel.id, block)

@@ -23,6 +23,7 @@ from lsprotocol import types
 
 from dsl.compiler.artifacts import CompiledFunction, FunctionReport, ModuleReport, Resources
 from dsl.diagnostics import SourceRange
+from dsl.frontend.launch_syntax import launch_syntax
 from lsp.convert import from_lsp_position, source_lines
 from lsp.features.diagnostics import current_report
 from lsp.features.symbols import DslFunction, dsl_functions, node_range, parse
@@ -87,15 +88,6 @@ def _launch_call_at(tree: ast.Module, path: str, lines: list[str], line: int, co
         ):
             found = node
     return found
-
-
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
 
 
 # -- the four kinds of hover --------------------------------------------------------------
@@ -172,12 +164,10 @@ def _known_block_size(fn: DslFunction | None) -> tuple[ast.AST | None, tuple[int
 def launch_hover(
     call: ast.Call, lines: list[str], path: str, functions: list[DslFunction], report: ModuleReport | None
 ) -> str:
-    assert isinstance(call.func, ast.Attribute)
-    target = call.func.value
-    kernel_name = _dotted(target.func) if isinstance(target, ast.Call) else _dotted(target)
-    short = (kernel_name or "?").rsplit(".", 1)[-1]
-    args = dict(zip(("grid", "block", "smem", "stream", "cluster"), call.args))
-    args.update({kw.arg: kw.value for kw in call.keywords if kw.arg})
+    syntax = launch_syntax(call)
+    assert syntax is not None
+    short = (syntax.kernel_name or "?").rsplit(".", 1)[-1]
+    args = syntax.arguments
 
     kernel_def = next((f for f in functions if f.name == short and f.kind == "kernel"), None)
     contract_node, contract = _known_block_size(kernel_def)
