@@ -16,6 +16,7 @@ from typing import Any
 from mlir import ir
 
 from dsl.compiler import cache
+from dsl.compiler.access import TensorAccess, tensor_access
 from dsl.compiler.artifacts import CompiledFunction, KernelInfo
 from dsl.compiler.build_options import BuildOptions
 from dsl.compiler.float_flags import float_flags
@@ -59,6 +60,7 @@ class FunctionCompiler:
         self.kernels: dict[tuple, TracedKernel | None] = {}
         self.symbols: set[str] = set()
         self.float_flags: dict[str, str] = {}  # gpu.func symbol -> its #arith.fastmath flags
+        self.access: dict[str, dict[str, TensorAccess]] = {}  # gpu.func symbol -> its tensors' accesses
         self._dynamic_smem_declared = False
         with self.context, ir.Location.unknown():
             self.module = ir.Module.create()
@@ -73,6 +75,12 @@ class FunctionCompiler:
         if not self._dynamic_smem_declared:
             ensure_dynamic_smem_global(self.gpu_ip)
             self._dynamic_smem_declared = True
+
+    def _gpu_func(self, symbol: str) -> Any:
+        for op in self.gpu_module.regions[0].blocks[0].operations:
+            if op.name == "gpu.func" and ir.StringAttr(op.attributes["sym_name"]).value == symbol:
+                return op
+        raise KeyError(symbol)
 
     def known_block_size(self, kernel: KernelFunction) -> tuple[tuple[int, int, int], SourceRange | None] | None:
         """The kernel's validated contract, or None; a malformed one raises DSL201."""
@@ -107,6 +115,8 @@ class FunctionCompiler:
         with self.context:
             traced = trace_kernel(kernel, src, specs, block, symbol, self.gpu_ip, self.target, self.sink,
                                   self._declare_dynamic_smem)
+            if traced is not None:  # read now: the lowering replaces the gpu.func
+                self.access[symbol] = tensor_access(self._gpu_func(symbol), specs)
         self.kernels[key] = traced
         return traced
 
@@ -198,7 +208,7 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
     compiled = CompiledFunction(name=name, kind=kind, target=tgt.name, stages=dict(build.texts),
                                 source_maps=dict(build.maps), cubin=build.cubin)
     if state is not None:
-        compiled.stages["launcher"] = launcher_source(fn.__name__, params, state, tgt.name)
+        compiled.stages["launcher"] = launcher_source(fn.__name__, params, state, tgt.name, fc.access)
     launches = state.launches if state is not None else []
     for k in traced:
         res = build.resources.get(k.symbol)
@@ -213,7 +223,8 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
                 sink.add(Diagnostic.make(
                     "DSL501", f"kernel '{k.symbol}' spills registers: {res.spill_stores} bytes stored, "
                     f"{res.spill_loads} bytes loaded ({res.registers} registers)", k.def_range))
-        compiled.kernels.append(KernelInfo(k.symbol, k.source_name, k.block, k.dynamic_smem, res))
+        compiled.kernels.append(KernelInfo(k.symbol, k.source_name, k.block, k.dynamic_smem, res,
+                                           fc.access.get(k.symbol, {})))
         for launch in launches:
             if launch.kernel is k and res is not None and res.occupancy is not None and res.occupancy < 0.5:
                 sink.add(Diagnostic.make(

@@ -10,12 +10,15 @@ helper or a hint changes the key.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 import threading
 import types
 from collections import OrderedDict
 from typing import Any
 
+from dsl import environment
 from dsl.compiler.toolchain import toolchain_version
 
 _SIMPLE = (int, float, bool, str, bytes, type(None))
@@ -67,6 +70,23 @@ def dependency_digest(fn: types.FunctionType) -> str:
 _MISSING = object()
 
 
+@functools.cache
+def compiler_identity() -> str:
+    """kdsl's own code, for cache keys: what a cached launcher holds (its checks, its facts)
+    changes with it. Each source file's size and modification time stand for its content, as
+    the toolchain's do: a stat per file, where hashing the files would cost milliseconds on
+    every cold first call."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(root)):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in sorted(files):
+            if name.endswith((".py", ".c")):
+                st = os.stat(os.path.join(folder, name))
+                h.update(f"{folder[len(root):]}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
 def function_key(fn: Any, src: Any, params: list[Any], target: str, until: str) -> str:
     parts = [
         "fn=" + dependency_digest(fn.fn),
@@ -76,6 +96,8 @@ def function_key(fn: Any, src: Any, params: list[Any], target: str, until: str) 
         "target=" + target,
         "until=" + until,
         "toolchain=" + toolchain_version(),
+        "compiler=" + compiler_identity(),
+        "assembler=" + environment.choice("KDSL_ASSEMBLER"),
         "file=" + src.path,
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

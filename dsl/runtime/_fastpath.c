@@ -3,13 +3,16 @@
  * a bare cuLaunchKernel instead of several Python frames.
  *
  *   ArgReader.read(*args, stream) checks PyTorch tensor and scalar arguments against the
- *       specialization and returns (ptr, shape, strides) per tensor, the scalars, and the
- *       stream handle, all in one flat tuple.
+ *       specialization (and each tensor's pointer and outer strides against the alignment
+ *       its kernels' accesses need) and returns (ptr, shape, strides) per tensor, the
+ *       scalars, and the stream handle, all in one flat tuple. No driver call: a CUDA
+ *       tensor is device memory by construction.
  *   Kernel.launch(grid, block, smem, stream, *params) packs the kernel parameters into a
  *       buffer owned by the kernel and calls cuLaunchKernel.
  *
  * Both only take the common case. Anything else (CuPy or DLPack arrays, a wrong dtype or
- * rank, a non-contiguous tensor, a stream object, a kernel not loaded yet in this thread,
+ * rank, a non-contiguous or misaligned tensor, a stream object or a handle that is not an
+ * unsigned 64-bit value, a kernel not loaded yet in this thread,
  * a value that does not fit its parameter) goes to the Python fallback given at
  * construction, which does the same work with every check and explains what is wrong.
  * A failed cuLaunchKernel goes to `report`, which raises the launch error.
@@ -58,6 +61,8 @@ typedef struct {
     int kind;
     long rank;        /* tensors */
     PyObject *dtype;  /* tensors: the torch dtype object this specialization takes */
+    long long align;  /* tensors: bytes (a power of two) the data pointer and outer strides must be multiples of */
+    long long nbytes; /* tensors: element size */
 } ArgEntry;
 
 typedef struct {
@@ -98,6 +103,7 @@ static int read_torch(ArgReader *r, ArgEntry *e, PyObject *t, PyObject *out, Py_
         if (PyErr_Occurred()) { Py_DECREF(shape); Py_DECREF(strides); return -1; }
         if (n > INT32_MAX_ELEMENTS) fits = 0;
         else if (i == e->rank - 1 && st != 1 && n > 1) fits = 0;
+        else if (n > 1 && i < e->rank - 1 && ((st * e->nbytes) & (e->align - 1))) fits = 0; /* a misaligned row */
         else if (n > 1) extent += (n - 1) * (st < 0 ? -st : st);
         if (extent > INT32_MAX_ELEMENTS) fits = 0;
     }
@@ -111,8 +117,9 @@ static int read_torch(ArgReader *r, ArgEntry *e, PyObject *t, PyObject *out, Py_
     *device = 0;
     PyObject *ptr = PyObject_CallFunctionObjArgs(r->data_ptr, t, NULL);
     if (ptr == NULL) { Py_DECREF(shape); Py_DECREF(strides); return -1; }
-    /* a null pointer with elements is the Python path's error */
-    if (PyLong_AsUnsignedLongLong(ptr) == 0) {
+    /* a null pointer with elements, and a misaligned one, are the Python path's errors */
+    unsigned long long address = PyLong_AsUnsignedLongLong(ptr);
+    if (address == 0 || (address & (unsigned long long)(e->align - 1))) {
         Py_DECREF(ptr); Py_DECREF(shape); Py_DECREF(strides);
         if (PyErr_Occurred()) return -1;
         return 0;
@@ -170,6 +177,13 @@ static PyObject *reader_read(ArgReader *r, PyObject *const *args, Py_ssize_t nar
             handle = PyLong_FromLong(0);
         }
     } else if (PyLong_CheckExact(stream)) {
+        /* a handle is an unsigned 64-bit value: -1 or 2**64 is the Python path's error */
+        PyLong_AsUnsignedLongLong(stream);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            Py_DECREF(out);
+            return call_fallback(r->fallback, args, nargs);
+        }
         Py_INCREF(stream);
         handle = stream;
     } else {
@@ -195,7 +209,7 @@ static void reader_dealloc(ArgReader *r) {
 
 /*
  * ArgReader(entries, tensor_type, torch_stream, fallback): entries is a tuple of
- * ("tensor", torch_dtype, rank) | ("float" | "int" | "bool" | "other", None, 0).
+ * ("tensor", torch_dtype, rank, align, nbytes) | ("float" | "int" | "bool" | "other", None, 0, 1, 1).
  */
 static PyObject *reader_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs) {
     PyObject *entries, *tensor_type, *torch_stream, *fallback;
@@ -224,8 +238,19 @@ static PyObject *reader_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs) 
         const char *kind;
         PyObject *dtype;
         long rank;
-        if (!PyArg_ParseTuple(PyTuple_GetItem(entries, i), "sOl", &kind, &dtype, &rank)) { Py_DECREF(r); return NULL; }
+        long long align, nbytes;
+        if (!PyArg_ParseTuple(PyTuple_GetItem(entries, i), "sOlLL", &kind, &dtype, &rank, &align, &nbytes)) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        if (align < 1 || (align & (align - 1)) || nbytes < 1) {
+            Py_DECREF(r);
+            PyErr_SetString(PyExc_ValueError, "the alignment must be a power of two, the element size positive");
+            return NULL;
+        }
         ArgEntry *e = &r->entries[i];
+        e->align = align;
+        e->nbytes = nbytes;
         e->kind = !strcmp(kind, "tensor") ? ARG_TENSOR : !strcmp(kind, "float") ? ARG_FLOAT
                 : !strcmp(kind, "int") ? ARG_INT : !strcmp(kind, "bool") ? ARG_BOOL : ARG_OTHER;
         e->rank = rank;

@@ -10,8 +10,12 @@ and device from whatever it offers, fastest first:
    parsed with ctypes, for both `DLManagedTensor` and `DLManagedTensorVersioned`.
 
 `check_tensor` then rejects, before any launch, what a kernel cannot take: host arrays,
-arrays on another device, a dtype or rank other than the specialization's, a non-unit
-innermost stride, and sizes or strides that do not fit the kernels' 32-bit indices.
+arrays on another device, a dtype or rank other than the specialization's, negative sizes
+or strides, a non-unit innermost stride, sizes or strides that do not fit the kernels'
+32-bit indices, a pointer (or outer stride) not aligned for the kernel's accesses, and a
+read-only array (`__cuda_array_interface__`'s `data[1]`, DLPack 1.0's read-only flag) that
+a kernel writes. Whether the pointer really is GPU memory is the driver's to say
+(`dsl.runtime.pointers`).
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ _capsule_get_name.argtypes = [ctypes.py_object]
 DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
 _DEVICE_NAMES = {1: "CPU", 2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7: "Vulkan", 8: "Metal",
                  10: "ROCm", 13: "CUDA managed"}
+DLPACK_FLAG_BITMASK_READ_ONLY = 1
 # DLDataTypeCode -> kind
 _DL_CODES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 6: "bool"}
 
@@ -113,7 +118,9 @@ def _from_cai(obj: Any, cai: dict) -> tuple:
     dtype = _typestr_dtype(cai["typestr"], cai.get("descr"))
     if dtype is None:
         raise ArgumentError(f"unsupported element type {cai['typestr']!r}")
-    ptr = int(cai["data"][0] or 0)
+    data = cai["data"]
+    ptr = int(data[0] or 0)
+    readonly = bool(data[1]) if len(data) > 1 else False
     strides_b = cai.get("strides")
     if strides_b is None:
         strides = _contiguous(shape)
@@ -122,7 +129,7 @@ def _from_cai(obj: Any, cai: dict) -> tuple:
         if any(s % size for s in strides_b):
             raise ArgumentError(f"strides {tuple(strides_b)} (bytes) are not multiples of the element size {size}")
         strides = tuple(int(s) // size for s in strides_b)
-    return ptr, shape, strides, dtype, None, None
+    return ptr, shape, strides, dtype, None, None, readonly
 
 
 def _contiguous(shape: tuple) -> tuple:
@@ -148,8 +155,10 @@ def _from_dlpack(obj: Any) -> tuple:
     except TypeError:
         capsule = obj.__dlpack__()
     name = _capsule_get_name(capsule)
+    readonly = False
     if name == b"dltensor_versioned":
         managed = _DLManagedTensorVersioned.from_address(_capsule_get_pointer(capsule, name))
+        readonly = bool(managed.flags & DLPACK_FLAG_BITMASK_READ_ONLY)
     elif name == b"dltensor":
         managed = _DLManagedTensor.from_address(_capsule_get_pointer(capsule, name))
     else:
@@ -165,7 +174,7 @@ def _from_dlpack(obj: Any) -> tuple:
     ptr = (t.data or 0) + t.byte_offset
     # `capsule` is dropped unconsumed here: its destructor releases the producer's view, while
     # `obj` (still referenced by the caller) keeps the memory alive.
-    return ptr, shape, strides, dtype, int(dev_id), None
+    return ptr, shape, strides, dtype, int(dev_id), None, readonly
 
 
 _TORCH_DTYPES: dict[Any, DType | None] = {}
@@ -181,12 +190,13 @@ def _from_torch(t: Any) -> tuple:
         dtype = _TORCH_DTYPES[dt] = dtype_from_foreign(dt)
     if dtype is None:
         raise ArgumentError(f"unsupported element type {dt}")
-    return t.data_ptr(), tuple(t.shape), t.stride(), dtype, dev, "torch"
+    return t.data_ptr(), tuple(t.shape), t.stride(), dtype, dev, "torch", False
 
 
-def torch_fast(t: Any, dtype: str, rank: int) -> tuple | None:
+def torch_fast(t: Any, dtype: str, rank: int, align: int = 1) -> tuple | None:
     """(ptr, shape, strides, device) of a contiguous CUDA torch tensor matching the
-    specialization, or None when any check needs the full path (and its error message)."""
+    specialization and `align`, or None when any check needs the full path (and its error
+    message)."""
     dt = _TORCH_DTYPES.get(t.dtype)
     shape = t.shape
     # contiguous with at most 2**31 - 1 elements: unit innermost stride, every offset fits an i32
@@ -195,7 +205,18 @@ def torch_fast(t: Any, dtype: str, rank: int) -> tuple | None:
     dev = t.get_device()
     if dev < 0:
         return None
-    return t.data_ptr(), shape, t.stride(), dev
+    ptr, strides = t.data_ptr(), t.stride()
+    if align > 1 and not aligned(ptr, shape, strides, dt.nbytes, align):
+        return None
+    return ptr, shape, strides, dev
+
+
+def aligned(ptr: int, shape: Any, strides: Any, nbytes: int, align: int) -> bool:
+    """Whether every row of the array starts `align`-byte aligned: the pointer and each outer
+    stride (of a dimension with more than one element) are multiples of `align` bytes."""
+    if ptr % align:
+        return False
+    return all(shape[k] <= 1 or not (strides[k] * nbytes) % align for k in range(len(shape) - 1))
 
 
 _TORCH_BY_NAME: dict[str, Any] = {}
@@ -221,7 +242,7 @@ def _from_cupy(a: Any) -> tuple:
     if dtype is None:
         raise ArgumentError(f"unsupported element type {a.dtype}")
     size = a.itemsize
-    return a.data.ptr, a.shape, tuple(s // size for s in a.strides), dtype, a.device.id, "cupy"
+    return a.data.ptr, a.shape, tuple(s // size for s in a.strides), dtype, a.device.id, "cupy", False
 
 
 _READERS: dict[type, Any] = {}
@@ -272,14 +293,18 @@ def _not_an_array(obj: Any) -> tuple:
 
 
 def describe(obj: Any) -> tuple:
-    """(ptr, shape, strides in elements, dtype, device ordinal or None, framework or None)."""
+    """(ptr, shape, strides in elements, dtype, device ordinal or None, framework or None,
+    read-only)."""
     return _reader_for(type(obj))(obj)
 
 
-def check_tensor(obj: Any, name: str, dtype: str, rank: int, device: int | None = None) -> tuple:
-    """Validates `obj` against the specialization; returns (ptr, shape, strides, device, framework)."""
+def check_tensor(obj: Any, name: str, dtype: str, rank: int, device: int | None = None,
+                 access: tuple | None = None) -> tuple:
+    """Validates `obj` against the specialization and the kernels' `access` to it (the
+    launcher's TENSOR_ACCESS entry: alignment, the kernel parameter needing it, the one
+    writing it); returns (ptr, shape, strides, device, framework)."""
     try:
-        ptr, shape, strides, dt, dev, fw = _reader_for(type(obj))(obj)
+        ptr, shape, strides, dt, dev, fw, readonly = _reader_for(type(obj))(obj)
     except ArgumentError as err:
         raise ArgumentError(f"argument '{name}' {err}") from None
     if dt.name != dtype:
@@ -290,6 +315,11 @@ def check_tensor(obj: Any, name: str, dtype: str, rank: int, device: int | None 
                             f"specialization takes Tensor[{dtype}, {rank}]")
     if device is not None and dev is not None and dev != device:
         raise ArgumentError(f"argument '{name}' is on cuda:{dev}, but the launch runs on cuda:{device}")
+    if any(s < 0 for s in shape):
+        raise ArgumentError(f"argument '{name}' has a negative size in its shape {tuple(shape)}")
+    if any(st < 0 and s > 1 for s, st in zip(shape, strides)):
+        raise ArgumentError(f"argument '{name}' has negative strides {tuple(strides)}; kdsl tensors need "
+                            "non-negative strides (pass a copy in row-major order)")
     if rank and strides[-1] != 1 and shape[-1] > 1:
         raise ArgumentError(f"argument '{name}' has innermost stride {strides[-1]}; kdsl tensors need a unit "
                             "innermost stride (pass a contiguous array, e.g. .contiguous())")
@@ -310,4 +340,27 @@ def check_tensor(obj: Any, name: str, dtype: str, rank: int, device: int | None 
             numel *= s
         if numel:
             raise ArgumentError(f"argument '{name}' has a null data pointer")
+    elif all(shape):  # arrays with elements: what the kernels read and write
+        _check_access(name, ptr, shape, strides, dt.nbytes, access, readonly)
     return ptr, tuple(shape), tuple(strides), dev, fw
+
+
+def _check_access(name: str, ptr: int, shape: tuple, strides: tuple, nbytes: int, access: tuple | None,
+                  readonly: bool) -> None:
+    align, site, writer = access if access is not None else (nbytes, None, None)
+    if readonly and writer is not None:
+        raise ArgumentError(f"argument '{name}' is a read-only array, but kernel parameter '{writer}' writes it; "
+                            "pass a writable array")
+    align = max(align, nbytes)
+    vector = site is not None and align > nbytes
+    need = (f"kernel parameter '{site}' is accessed with {align}-byte vector loads/stores" if vector
+            else f"its {nbytes}-byte elements need it")
+    if ptr % align:
+        raise ArgumentError(f"argument '{name}' starts at {ptr:#x}, which is {ptr & -ptr}-byte aligned, but {need}: "
+                            f"its data pointer must be {align}-byte aligned"
+                            + (" (a view such as x[1:] moves it; pass a copy)" if vector else ""))
+    for k in range(len(shape) - 1):
+        if shape[k] > 1 and (strides[k] * nbytes) % align:
+            raise ArgumentError(f"argument '{name}' has stride {strides[k]} ({strides[k] * nbytes} bytes) in "
+                                f"dimension {k}, but {need}: each row must start {align}-byte aligned, so outer "
+                                f"strides must be multiples of {align // nbytes} elements")

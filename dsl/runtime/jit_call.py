@@ -171,7 +171,7 @@ def _specialize(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Sp
     static = {k["symbol"]: (k.get("resources") or {}).get("static_smem", 0) for k in entry.kernels}
     image = ModuleImage(entry.cubin, entry.ptx, static)
     ranges = {sym: SourceRange.from_dict(r) for sym, r in entry.launch_ranges.items()}
-    rt = Runtime(image, ranges, entry.name)
+    rt = Runtime(image, ranges, entry.name, namespace.get("TENSOR_ACCESS"))  # absent from older cache entries
     launch = namespace["bind"](rt)
     direct, plan = _plan(state, args, kwargs, runtime_names)
     spec = _Specialization(launch, rt, direct, plan, entry, from_disk)

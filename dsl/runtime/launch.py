@@ -15,11 +15,12 @@ Kernel parameters go into a buffer owned by each kernel (and thread, in Python),
 copies them at launch. Every CUresult is checked: a failure raises `LaunchError` (DSL601)
 naming the kernel, grid, block and shared memory and pointing at the `.launch(...)` call.
 
-Streams: `stream=` may be an int handle, a `CUstream`, or an object with `.cuda_stream`
-(PyTorch), `.ptr` (CuPy) or `__cuda_stream__`. Without one, a launch whose tensors come from
-PyTorch or CuPy goes on that library's current stream (read only if the library is already
-imported), else on the default stream. `KDSL_NVTX=1` wraps each launch in an NVTX range
-named after the kernel, when the `nvtx` package (or PyTorch) provides NVTX.
+Before any launch, the reader checks every argument against the specialization and
+against what the kernels do with it (the launcher's `TENSOR_ACCESS`: alignment, writes),
+asks the driver about every pointer that does not come from PyTorch (`pointers.py`: device
+or managed memory only, cached per allocation) and checks `stream=` (`streams.py`).
+`KDSL_NVTX=1` wraps each launch in an NVTX range named after the kernel, when the `nvtx`
+package (or PyTorch) provides NVTX.
 """
 
 from __future__ import annotations
@@ -33,11 +34,15 @@ import threading
 from typing import Any
 
 from dsl.diagnostics import SourceRange
+from dsl.language.types import SCALAR_TYPES
 from dsl.runtime import driver as _driver_mod
 from dsl.runtime.dlpack import ArgumentError, check_tensor, torch_dtypes, torch_fast
 from dsl.runtime.driver import DriverError, LaunchError, driver
 from dsl.runtime.module import DEFAULT_SMEM_LIMIT, ModuleImage
 from dsl.runtime.native import fastpath
+from dsl.runtime.pointers import device_memory
+from dsl.runtime.streams import FRAMEWORK_STREAMS, STREAM_MAX, stream_handle
+from dsl.runtime.streams import torch_stream as _torch_stream  # noqa: F401  (kept importable from here)
 
 _FORMATS = {
     "ptr": "Q", "i32": "i", "f32": "f", "i64": "q", "f64": "d", "u32": "I", "f16": "e", "bf16": "H",
@@ -85,50 +90,6 @@ class ArgPacker:
         return self.address
 
 
-def stream_handle(stream: Any) -> int:
-    """The raw CUstream handle of an int, CUstream, PyTorch or CuPy stream object."""
-    if stream is None:
-        return 0
-    if isinstance(stream, int):
-        return stream
-    if hasattr(stream, "__cuda_stream__"):
-        value = stream.__cuda_stream__()
-        return int(value[1] if isinstance(value, tuple) else value)
-    for attr in ("cuda_stream", "ptr", "handle"):
-        value = getattr(stream, attr, None)
-        if isinstance(value, int):
-            return value
-    try:
-        return int(stream)  # cuda.bindings CUstream
-    except (TypeError, ValueError):
-        raise ArgumentError(f"stream={stream!r} is not a CUDA stream (pass an int handle, a CUstream, "
-                            "or a PyTorch/CuPy stream)") from None
-
-
-_torch_raw_stream: Any = None
-
-
-def _torch_stream(device: int | None) -> int:
-    global _torch_raw_stream
-    fn = _torch_raw_stream
-    if fn is None:
-        torch = sys.modules["torch"]
-        raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
-        if raw is not None:
-            fn = raw
-        else:
-            fn = lambda dev: torch.cuda.current_stream(dev).cuda_stream  # noqa: E731
-        _torch_raw_stream = fn
-    return fn(device if device is not None else 0)
-
-
-def _cupy_stream(device: int | None) -> int:
-    return sys.modules["cupy"].cuda.get_current_stream().ptr
-
-
-_FRAMEWORK_STREAMS = {"torch": _torch_stream, "cupy": _cupy_stream}
-
-
 def _nvtx_ranges() -> tuple[Any, Any] | None:
     if os.environ.get("KDSL_NVTX", "") not in ("1", "true", "yes"):
         return None
@@ -173,6 +134,11 @@ def single_device() -> bool:
     return _single_device
 
 
+def _nbytes(dtype: str) -> int:
+    t = SCALAR_TYPES.get(dtype)
+    return t.nbytes if t is not None else 1
+
+
 _SCALAR_KINDS = {**{c: "float" for c in _FLOAT_CODES}, **{c: "int" for c in _INT_CODES}, "bool": "bool"}
 
 
@@ -185,10 +151,12 @@ class Runtime:
     to the Python methods below, which check everything and explain what is wrong.
     """
 
-    def __init__(self, image: ModuleImage, launch_ranges: dict[str, SourceRange] | None = None, name: str = ""):
+    def __init__(self, image: ModuleImage, launch_ranges: dict[str, SourceRange] | None = None, name: str = "",
+                 access: dict[str, tuple] | None = None):
         self.image = image
         self.name = name
         self.launch_ranges = launch_ranges or {}
+        self.access = access or {}  # the launcher's TENSOR_ACCESS: tensor -> (align, needed by, written by)
         self._functions: dict[tuple[int, str], Any] = {}
         self._packers: dict[tuple[str, int], ArgPacker] = {}
         self._nvtx = _nvtx_ranges()
@@ -211,10 +179,12 @@ class Runtime:
         # the tensors' device with the current context's): otherwise every call goes to Python.
         native_torch = torch is not None and single_device()
         torch_dtype = torch_dtypes()
+        # per tensor: the bytes its pointer and outer strides must be multiples of, its element size
         entries = tuple(
-            ("tensor", torch_dtype.get(dtype), rank) if rank is not None and native_torch else
-            ("other", None, 0) if rank is not None else (_SCALAR_KINDS.get(dtype, "other"), None, 0)
-            for _, dtype, rank in params)
+            ("tensor", torch_dtype.get(dtype), rank, self._alignment(name, dtype), _nbytes(dtype))
+            if rank is not None and native_torch else ("other", None, 0, 1, 1) if rank is not None
+            else (_SCALAR_KINDS.get(dtype, "other"), None, 0, 1, 1)
+            for name, dtype, rank in params)
         if native_torch and any(e[0] == "tensor" and e[1] is None for e in entries):
             native_torch = False  # a dtype this torch build lacks: Python explains the mismatch
         raw_stream = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None) if torch else None
@@ -246,14 +216,20 @@ class Runtime:
         stream = args[len(params)]
         if stream is None:
             fw = self._framework
-            out.append(_FRAMEWORK_STREAMS[fw](self._device) if fw is not None else 0)
+            out.append(FRAMEWORK_STREAMS[fw](self._device) if fw is not None else 0)
         else:
-            out.append(stream if type(stream) is int else stream_handle(stream))
+            out.append(stream if type(stream) is int and 0 <= stream <= STREAM_MAX else stream_handle(stream))
         return tuple(out)
 
+    def _alignment(self, name: str, dtype: str) -> int:
+        """Bytes the data pointer of tensor `name` must be a multiple of (at least its element size)."""
+        access = self.access.get(name)
+        return max(access[0] if access else 1, _nbytes(dtype))
+
     def tensor_arg(self, value: Any, name: str, dtype: str, rank: int) -> tuple:
+        access = self.access.get(name)
         if type(value) is _torch_tensor():
-            fast = torch_fast(value, dtype, rank)
+            fast = torch_fast(value, dtype, rank, self._alignment(name, dtype))
             if fast is not None:
                 dev = fast[3]
                 if self._device is None:
@@ -262,7 +238,14 @@ class Runtime:
                     return fast[:3]
                 if dev == self._device:
                     return fast[:3]
-        ptr, shape, strides, dev, fw = check_tensor(value, name, dtype, rank, self._device)
+        ptr, shape, strides, dev, fw = check_tensor(value, name, dtype, rank, self._device, access)
+        if fw != "torch" and ptr and all(shape):  # a CUDA tensor is device memory; others: ask the driver
+            ordinal = device_memory(ptr, name)
+            if dev is None and ordinal is not None:
+                if self._device is not None and ordinal != self._device:
+                    raise ArgumentError(f"argument '{name}' is on cuda:{ordinal}, but the launch runs on "
+                                        f"cuda:{self._device}")
+                dev = ordinal
         if dev is not None:
             self._device = dev
         if fw is not None:

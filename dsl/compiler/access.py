@@ -1,0 +1,69 @@
+"""How a traced kernel touches the memory of its tensor parameters: a fact for the launcher.
+
+The launcher refuses, before anything launches, a pointer the kernel would fault on or an
+array it must not write: so it needs to know, per tensor parameter, the widest access's
+alignment (a 128-bit `vload`/`vstore` needs 16-byte aligned addresses; a scalar access
+its element size) and whether the kernel stores to it or updates it atomically.
+
+Read from the traced `gpu.func` rather than recorded while tracing, so every way of
+reaching memory counts (subscripts, vector accesses, atomics, helpers, inline PTX): each
+tensor pointer (an entry block argument) is followed through its uses, and the uses of the
+`llvm.getelementptr`s based on it, to the memory ops that take the address. A vector
+access's `alignment` attribute is what the lowering promises the hardware; an index that is
+a multiple of the width (the `vload` contract) keeps it only when the base pointer and the
+outer strides are multiples of it too, which is what `TensorAccess.align` asks of the
+argument. A pointer reaching any other op (inline PTX, a call, a store of the pointer
+itself) counts as written: what that op does is not known here. Following uses touches
+only the ops that reach memory, not the whole kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlir import ir
+
+from dsl.compiler.artifacts import TensorAccess
+
+_READS = {"llvm.load": 0}  # op name -> operand index of the address
+_WRITES = {"llvm.store": 1, "llvm.atomicrmw": 0, "llvm.cmpxchg": 0}
+
+
+def tensor_access(func: Any, params: list[Any]) -> dict[str, TensorAccess]:
+    """{tensor parameter name: TensorAccess} of the tensors the `gpu.func` `func` touches."""
+    entry = func.regions[0].blocks[0]
+    found: dict[str, TensorAccess] = {}
+    position = 0
+    for p in params:
+        if p.kind == "tensor":
+            access = _follow(entry.arguments[position], p, None)
+            if access is not None:
+                found[p.name] = access
+        position += len(p.flat_types())
+    return found
+
+
+def _follow(pointer: Any, p: Any, access: TensorAccess | None) -> TensorAccess | None:
+    """`access` merged with what the uses of `pointer` (based on parameter `p`) do."""
+    for use in pointer.uses:
+        op = use.owner
+        name = op.name
+        where = use.operand_number
+        if name == "llvm.getelementptr" and where == 0:  # an element address: what its uses do
+            access = _follow(op.result, p, access)
+            continue
+        if _READS.get(name) == where:
+            found = TensorAccess(_alignment(op, p), False)
+        elif _WRITES.get(name) == where:
+            found = TensorAccess(_alignment(op, p), True)
+        else:  # the pointer stored, passed to inline PTX or a call
+            found = TensorAccess(p.dtype.nbytes, True)
+        access = found if access is None else access.merge(found)
+    return access
+
+
+def _alignment(op: Any, p: Any) -> int:
+    attrs = op.attributes
+    if "alignment" in attrs:
+        return max(int(ir.IntegerAttr(attrs["alignment"]).value), p.dtype.nbytes)
+    return p.dtype.nbytes
