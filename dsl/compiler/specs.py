@@ -26,22 +26,13 @@ from dsl.language.types import (
     TensorSpec,
     TensorType,
     dtype_from_foreign,
+    evaluate_annotation,
     f32,
     i32,
     is_dsl_annotation,
 )
 
 _EMPTY = inspect.Parameter.empty
-
-
-def evaluate_annotation(fn: Any, annotation: Any) -> Any:
-    """Annotations may be strings (`from __future__ import annotations`); evaluate them."""
-    if isinstance(annotation, str):
-        try:
-            return eval(annotation, fn.__globals__)  # the user's own annotation expression
-        except Exception:
-            return annotation
-    return annotation
 
 
 def _array_spec(value: Any) -> tuple[DType, int] | None:

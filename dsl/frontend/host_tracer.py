@@ -28,7 +28,6 @@ from typing import Any
 
 from mlir import ir
 
-from dsl.compiler.specs import evaluate_annotation
 from dsl.diagnostics import Diagnostic, DiagnosticError, SourceRange
 from dsl.frontend import arith as A
 from dsl.frontend import ops
@@ -48,7 +47,7 @@ from dsl.frontend.tracer import Tracer, _Cascade
 from dsl.frontend.values import BoundMethod, DSLTypeError, Scalar, ShapeView, type_name
 from dsl.language import device as D
 from dsl.language import intrinsics as I
-from dsl.language.types import ConstexprType, DType, TensorType, boolean, i32
+from dsl.language.types import ConstexprType, DType, TensorType, boolean, evaluate_annotation, i32
 
 
 @dataclass

@@ -227,3 +227,14 @@ class TensorSpec:
 def is_dsl_annotation(annotation: Any) -> bool:
     """Whether an annotation names a DSL value type (else DSL102)."""
     return isinstance(annotation, DType | TensorType | ConstexprType) or annotation is Tensor
+
+
+def evaluate_annotation(fn: Any, annotation: Any) -> Any:
+    """Annotations may be strings (`from __future__ import annotations`); evaluate them in the
+    function's globals (the user's own annotation expression), else keep the string."""
+    if isinstance(annotation, str):
+        try:
+            return eval(annotation, fn.__globals__)
+        except Exception:
+            return annotation
+    return annotation
