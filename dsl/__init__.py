@@ -9,7 +9,6 @@ checks) -> `compiler` (stages, targets, toolchain, cache) -> `runtime` (load, la
 from typing import TYPE_CHECKING, Any
 
 from dsl.compiler.artifacts import CompiledFunction, ModuleReport, Resources, SourceMap
-from dsl.compiler.targets import TARGETS
 from dsl.diagnostics import CompileError, Diagnostic, DiagnosticWarning, Severity, SourceRange
 from dsl.frontend.static_checks import static_checks
 from dsl.language.decorators import jit, kernel
@@ -107,6 +106,7 @@ from dsl.language.types import (
     u32,
     u64,
 )
+from dsl.targets import TARGETS
 
 if TYPE_CHECKING:  # imported on first use: the MLIR bindings take a while to load
     from dsl.compiler.api import compile

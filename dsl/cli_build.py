@@ -21,10 +21,10 @@ import sys
 
 from dsl.compiler import disk_cache
 from dsl.compiler.api import parse_examples
-from dsl.compiler.targets import TARGETS
 from dsl.diagnostics import CompileError
 from dsl.language.decorators import JitFunction
 from dsl.module_analysis import dsl_functions, read_program, run_module
+from dsl.targets import TARGETS
 
 DEFAULT_TARGET = "sm_90"
 

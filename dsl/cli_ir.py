@@ -13,8 +13,8 @@ import os
 import sys
 
 from dsl.compiler.stages import TEXT_STAGES
-from dsl.compiler.targets import TARGETS
 from dsl.module_analysis import analyze_source, read_program
+from dsl.targets import TARGETS
 
 
 def main(argv: list[str] | None = None) -> int:

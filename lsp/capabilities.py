@@ -1,7 +1,7 @@
 """`kdsl/capabilities`: what a client needs to know of this server before it can offer its views.
 
 The answer is read from the tables that own each fact and copies none of them: the stage
-table (`dsl.compiler.stages`), the target table (`dsl.compiler.targets`), the `Settings`
+table (`dsl.compiler.stages`), the target table (`dsl.targets`), the `Settings`
 dataclass (`lsp.settings`) and the worker's sandbox modes (`lsp.worker.SANDBOXES`). The VS
 Code extension asks once per server start and keeps no list of its own. Its package.json
 must still declare the settings (VS Code reads it before any server runs);
@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from dsl.compiler.stages import BY_NAME, TEXT_STAGES
-from dsl.compiler.targets import DEFAULT_TARGET, TARGETS
+from dsl.targets import DEFAULT_TARGET, TARGETS
 from lsp.settings import Settings
 
 CAPABILITIES_REQUEST = "kdsl/capabilities"

@@ -22,7 +22,6 @@ from dsl.compiler.build_options import BuildOptions
 from dsl.compiler.float_flags import float_flags
 from dsl.compiler.pipeline import Build, StageError, attach_error_collector, run_pipeline
 from dsl.compiler.specs import resolve_params
-from dsl.compiler.targets import Target, get_target, theoretical_occupancy
 from dsl.diagnostics import CompileError, Diagnostic, DiagnosticError, DiagnosticSink, DiagnosticWarning, SourceRange
 from dsl.frontend import ops
 from dsl.frontend.kernel_tracer import TracedKernel, ensure_dynamic_smem_global, trace_kernel
@@ -30,6 +29,7 @@ from dsl.frontend.params import ParamSpec
 from dsl.frontend.source import FunctionSource, function_source
 from dsl.frontend.static_checks import check_hints, check_known_block_size
 from dsl.language.decorators import JitFunction, KernelFunction
+from dsl.targets import Target, get_target, theoretical_occupancy
 
 _CONTEXTS = threading.local()
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from dsl.compiler.targets import get_target
 from dsl.diagnostics import Diagnostic, Fix, Related, SourceRange, TextEdit
 from dsl.frontend.launch_syntax import launch_syntax
 from dsl.frontend.source import SourceFile
+from dsl.targets import get_target
 
 DSL_TYPE_NAMES = {
     "Tensor", "Constexpr", "TensorSpec", "Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16",

@@ -5,7 +5,7 @@ them from the current device when it runs (once per device, then cached), so a p
 kernel's grid can be `min(dsl.sm_count(), tiles)` and still fit every GPU it runs on.
 
 Called from plain Python they answer for the current device, or, where no GPU is present
-(the editor, CI), with the default target's figure from `dsl.compiler.targets`, so a
+(the editor, CI), with the default target's figure from `dsl.targets`, so a
 module that computes a launch configuration at import time still loads and compiles.
 They are host facts: kernels read `dsl.grid_dim` instead, or take the value as an argument.
 """
@@ -48,7 +48,7 @@ def check_attribute_name(name: Any) -> str:
 
 def target_value(name: str, target: str | None = None) -> int:
     """What the attribute is on `target` (default sm_90) without a GPU to ask."""
-    from dsl.compiler.targets import get_target
+    from dsl.targets import get_target
 
     return ATTRIBUTES[check_attribute_name(name)](get_target(target))
 

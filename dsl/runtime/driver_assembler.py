@@ -17,10 +17,10 @@ import ctypes
 import os
 
 from dsl.compiler.artifacts import Resources
-from dsl.compiler.targets import TARGETS, get_target
 from dsl.compiler.toolchain import ToolError, parse_ptxas_info, ptxas_path
 from dsl.compiler.toolchain import assemble as assemble_with_ptxas
 from dsl.runtime.driver import driver, error_text
+from dsl.targets import TARGETS, get_target
 
 LOG_BYTES = 1 << 16
 

@@ -152,8 +152,8 @@ def specialization(jit_fn: Any, *args: Any, **kwargs: Any) -> _Specialization:
 
 
 def _specialize(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Specialization:
-    from dsl.compiler.targets import TARGETS
     from dsl.runtime.driver import current_arch, current_context
+    from dsl.targets import TARGETS
 
     # The architecture straight from libcuda: cuda-bindings then loads while ptxas runs.
     arch = current_arch() or current_context().arch
@@ -219,8 +219,8 @@ def _run_time_options(target: str | None, gpu_arch: str) -> Any:
     """How a program's first call compiles: no IR views; the toolkit's ptxas, while the
     driver bindings load, unless the driver's own PTX compiler is wanted."""
     from dsl.compiler.build_options import BuildOptions
-    from dsl.compiler.targets import get_target
     from dsl.runtime import driver_assembler
+    from dsl.targets import get_target
 
     if driver_assembler.wanted(get_target(target).name, gpu_arch):
         return BuildOptions(views=False, assembler=driver_assembler.assemble)
@@ -237,9 +237,9 @@ def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None, gp
     """
     from dsl.compiler import cache, disk_cache
     from dsl.compiler.specs import resolve_params
-    from dsl.compiler.targets import get_target
     from dsl.diagnostics import CompileError, DiagnosticSink
     from dsl.frontend.source import function_source
+    from dsl.targets import get_target
 
     src = function_source(jit_fn.fn)
     sink = DiagnosticSink()

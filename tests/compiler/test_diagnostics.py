@@ -274,8 +274,8 @@ def test_dsl401_verifier_error_maps_to_python_range(tmp_path):
     from mlir import ir
 
     from dsl.compiler.pipeline import Build, StageError, stage_traced
-    from dsl.compiler.targets import get_target
     from dsl.frontend.source import location
+    from dsl.targets import get_target
 
     py = tmp_path / "src.py"
     py.write_text("a = 1\nb = a + 2\n")
@@ -301,7 +301,7 @@ def test_dsl401_verifier_error_maps_to_python_range(tmp_path):
 
 def test_dsl402_backend_failure_is_a_diagnostic(tmp_path):
     from dsl.compiler.pipeline import Build, StageError, stage_cubin
-    from dsl.compiler.targets import get_target
+    from dsl.targets import get_target
 
     fallback = SourceRange(str(tmp_path / "k.py"), 3, 4, 3, 5)
     build = Build(None, None, get_target(None), fallback)

@@ -69,7 +69,7 @@ def test_full_tracebacks_keep_kdsl_frames_when_asked(run_fn, monkeypatch):
 
 def test_user_frames_keeps_only_frames_outside_kdsl():
     def user_level():
-        from dsl.compiler.targets import get_target
+        from dsl.targets import get_target
 
         get_target("sm_1")  # raises inside kdsl
 

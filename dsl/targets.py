@@ -1,4 +1,5 @@
-"""The GPU targets kdsl compiles for, and each one's limits, in one table.
+"""The GPU targets kdsl compiles for, and each one's limits, in one table (shared by every layer,
+like `dsl/diagnostics.py`).
 
 The figures are the CUDA programming guide's per-compute-capability limits; the launch
 checks (DSL203/204/206), the occupancy calculator and the runtime all read them here.
