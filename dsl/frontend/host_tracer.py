@@ -35,7 +35,7 @@ from dsl.frontend.host_checks import CheckRecord, HostRunTimeFacts
 from dsl.frontend.host_values import HostScalar, HostTensor, host_binary, py_expr, truth_expr, tuple_expr
 from dsl.frontend.kernel_tracer import TracedKernel
 from dsl.frontend.launch_syntax import launch_syntax
-from dsl.frontend.params import ParamSpec, flatten_params
+from dsl.frontend.params import ParamSpec, flatten_params, tensor_layout
 from dsl.frontend.source import FunctionSource, function_source, location
 from dsl.frontend.static_checks import (
     annotation_mismatch_message,
@@ -324,10 +324,11 @@ class HostTracer(HostRunTimeFacts, Tracer):
         operands, arg_exprs = [], []
         for spec, value, _ in params:
             if spec.kind == "tensor":
-                operands += [value.ptr] + [s.value for s in value.shape] + [s.value for s in value.strides]
-                arg_exprs += [(f"{value.name}_ptr", "ptr")]
-                arg_exprs += [(f"{value.name}_shape[{k}]", "i32") for k in range(value.rank)]
-                arg_exprs += [(f"{value.name}_strides[{k}]", "i32") for k in range(value.rank - 1)]
+                for flat in tensor_layout(value.rank):
+                    part = (value.ptr if flat.role == "ptr" else
+                            (value.shape if flat.role == "shape" else value.strides)[flat.axis].value)
+                    operands.append(part)
+                    arg_exprs.append((flat.expr(value.name), flat.type_code))
             elif spec.kind == "scalar":
                 scalar = A.cast(A.to_scalar(value, spec.dtype), spec.dtype)
                 operands.append(scalar.value)
@@ -379,10 +380,11 @@ def trace_host(src: FunctionSource, fn: Any, params: list[ParamSpec], compiler: 
     args = iter(entry.arguments)
     for p in params:
         if p.kind == "tensor":
-            ptr = next(args)
-            shape = [HostScalar(next(args), i32, f"{p.name}_shape[{k}]") for k in range(p.rank)]
-            strides = [HostScalar(next(args), i32, f"{p.name}_strides[{k}]") for k in range(p.rank - 1)]
-            env[p.name] = HostTensor(p.name, p.dtype, p.rank, ptr, shape, strides)
+            parts: dict[str, list[Any]] = {"ptr": [], "shape": [], "stride": []}
+            for flat in tensor_layout(p.rank):
+                arg = next(args)
+                parts[flat.role].append(arg if flat.role == "ptr" else HostScalar(arg, i32, flat.expr(p.name)))
+            env[p.name] = HostTensor(p.name, p.dtype, p.rank, parts["ptr"][0], parts["shape"], parts["stride"])
         elif p.kind == "scalar":
             env[p.name] = HostScalar(next(args), p.dtype, p.name)
         else:

@@ -26,7 +26,7 @@ from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceR
 from dsl.frontend import arith as A
 from dsl.frontend import memory, ops
 from dsl.frontend.intrinsic_ops import IMPLS, dim3
-from dsl.frontend.params import ParamSpec, flatten_params
+from dsl.frontend.params import ParamSpec, flatten_params, tensor_layout
 from dsl.frontend.source import FunctionSource, closure_vars, location
 from dsl.frontend.tracer import Frame, Tracer
 from dsl.frontend.values import (
@@ -337,10 +337,11 @@ def trace_kernel(
     args = iter(entry.arguments)
     for p in params:
         if p.kind == "tensor":
-            ptr = next(args)
-            shape = [Scalar(next(args), i32) for _ in range(p.rank)]
-            strides: list[Any] = [Scalar(next(args), i32) for _ in range(p.rank - 1)] + [1]
-            env[p.name] = TensorRef(p.name, ptr, p.dtype, p.rank, shape, strides)
+            parts: dict[str, list[Any]] = {"ptr": [], "shape": [], "stride": []}
+            for flat in tensor_layout(p.rank):
+                parts[flat.role].append(next(args) if flat.role == "ptr" else Scalar(next(args), i32))
+            shape, strides = parts["shape"], parts["stride"] + [1]
+            env[p.name] = TensorRef(p.name, parts["ptr"][0], p.dtype, p.rank, shape, strides)
             sources += [(s.value, ("shape", p.name, k)) for k, s in enumerate(shape)]
         elif p.kind == "scalar":
             env[p.name] = Scalar(next(args), p.dtype)

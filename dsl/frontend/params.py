@@ -10,6 +10,33 @@ from dsl.language.types import DType, i32
 
 
 @dataclass(frozen=True)
+class FlatArg:
+    """One kernel argument a tensor parameter becomes."""
+
+    role: str  # "ptr", "shape" or "stride"
+    axis: int = -1
+
+    def expr(self, name: str) -> str:
+        """The launcher's name for it: `x_ptr`, `x_shape[k]`, `x_strides[k]`."""
+        if self.role == "ptr":
+            return f"{name}_ptr"
+        return f"{name}_{'shape' if self.role == 'shape' else 'strides'}[{self.axis}]"
+
+    @property
+    def type_code(self) -> str:
+        return "ptr" if self.role == "ptr" else "i32"
+
+
+def tensor_layout(rank: int) -> list[FlatArg]:
+    """How a tensor argument reaches a kernel: its data pointer, each extent (i32), then each
+    stride but the innermost (i32; the innermost is 1, checked at launch). Written here once:
+    the kernel's parameters, the host function's view, the launch's operands and the
+    launcher's packing all follow it."""
+    return ([FlatArg("ptr")] + [FlatArg("shape", k) for k in range(rank)]
+            + [FlatArg("stride", k) for k in range(rank - 1)])
+
+
+@dataclass(frozen=True)
 class ParamSpec:
     """One parameter of a specialization: `kind` is 'tensor', 'scalar' or 'constexpr'."""
 
@@ -40,7 +67,8 @@ class ParamSpec:
         from mlir import ir
 
         if self.kind == "tensor":
-            return [("ptr", ir.Type.parse("!llvm.ptr<1>"))] + [("i32", i32.mlir_type())] * (2 * self.rank - 1)
+            pointer = ir.Type.parse("!llvm.ptr<1>")
+            return [(a.type_code, pointer if a.role == "ptr" else i32.mlir_type()) for a in tensor_layout(self.rank)]
         if self.kind == "scalar":
             return [(self.dtype.name, self.dtype.mlir_type())]
         return []

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dsl.frontend.params import tensor_layout
+
 
 def launcher_source(name: str, params: list[Any], state: Any, target: str, access: dict | None = None) -> str:
     """Python source of `bind(rt) -> launch(<params>, stream=None)` for one jit specialization.
@@ -95,7 +97,7 @@ def tensor_access(launches: list[Any], access: dict) -> dict[str, tuple[int, str
                     if fact.written and writer is None:
                         writer = site
                     out[host] = (align, align_site, writer)
-                position += 1 + p.rank + max(0, p.rank - 1)
+                position += len(tensor_layout(p.rank))
             elif p.kind == "scalar":
                 position += 1
     return out
