@@ -1,9 +1,15 @@
-"""Inside a run process: contain it, run and compile the module, answer on the report pipe.
+"""Inside a run process: contain it, run the module, answer on the report pipe.
 
 This is the only code that runs next to user code, in a process forked from the zygote for
 one module path. It owns three descriptors: requests in (for later versions of the same
 path, when the zygote keeps it warm), reports out, and stderr (fds 1 and 2 point there, so
 `print` and C-level writes cannot reach the reports).
+
+Two operations: `analyze` runs and compiles the module (`dsl.analyze_source`) and answers
+a `ModuleReport`; `run` launches one `@dsl.jit` function of it on the GPU
+(`dsl.run_function`: synthesized inputs, median time, bandwidth, the reference check) and
+answers that dict. A `run` process is always a fresh fork that serves one request, since a
+CUDA context cannot be handed on; the zygote never initialises CUDA itself, so the fork can.
 
 What the report can be trusted for: user code runs in this process, so it can make this
 module's own report say anything (write to the report pipe, patch the compiler here). It
@@ -94,6 +100,35 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     return {"error": {"kind": kind, "message": message, "line": _user_line(tb, path)}}
 
 
+def run_on_gpu(request: dict[str, Any]) -> dict[str, Any]:
+    """`dsl.run_function` on the module; every failure becomes `{ok: False, error, message}`.
+
+    `error` is "no_gpu" when there is no GPU or driver, "error" for anything else that
+    stops the run before `run_function` answers (its own answer reports compile, argument
+    and launch failures, with DSL601 diagnostics at the launch)."""
+    import dsl
+    from dsl.runtime.driver import NoGPUError
+
+    path = str(request.get("path"))
+    with contextlib.suppress(Exception):  # before the module's folder is on sys.path, so a
+        import cuda.bindings.driver  # noqa: F401  workspace's own `cuda/` is never what loads
+    try:
+        with _module_dir_on_path(path):
+            source, function = str(request.get("source", "")), str(request.get("function"))
+            return dict(dsl.run_function(source, path, function, target=request.get("target")))
+    except NoGPUError as exc:
+        return {"ok": False, "error": "no_gpu", "message": str(exc)}
+    except MemoryError:
+        return {"ok": False, "error": "memory", "message": "ran out of memory"}
+    except SystemExit as exc:
+        message, tb = f"called sys.exit({exc.code!r})", exc.__traceback__
+    except BaseException as exc:
+        message, tb = f"{type(exc).__name__}: {exc}", exc.__traceback__
+        traceback.print_exc()
+    line = _user_line(tb, path)
+    return {"ok": False, "error": "error", "message": message + (f" (at line {line})" if line else "")}
+
+
 def state_fingerprint() -> dict[Any, Any]:
     """What a run must leave as it found it for the process to serve the next version."""
     marks: dict[Any, Any] = {
@@ -156,7 +191,7 @@ def run_process(
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
 
     def answer(message: dict[str, Any], payload: Any = None) -> None:
-        data = json.dumps(message).encode() + b"\n"
+        data = json.dumps(message, default=str).encode() + b"\n"
         if payload is not None:
             data += json.dumps(payload).encode() + b"\n"
         view = memoryview(data)
@@ -167,6 +202,14 @@ def run_process(
         sandbox.contain(policy)
     except (sandbox.SandboxError, OSError) as exc:
         answer({"seq": request["seq"], "error": {"kind": "sandbox", "message": f"could not be sandboxed: {exc}"}})
+        os._exit(0)
+    if request.get("op") == "run":
+        result = run_on_gpu(request)
+        try:
+            answer({"seq": request["seq"], "retire": True, "result": result})
+        except Exception as exc:  # a value of the result JSON cannot carry
+            failed = {"ok": False, "error": "error", "message": f"sent a result that is not JSON ({exc})"}
+            answer({"seq": request["seq"], "retire": True, "result": failed})
         os._exit(0)
     before = state_fingerprint() if keep else {}
     while True:

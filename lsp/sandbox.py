@@ -16,7 +16,10 @@ What each measure gives, and its limits (the README's "Sandbox" section says the
   alive is found through that parent. Linux only; elsewhere only the group is killed.
 - Hard rlimits (`soft == hard`): the address space, and no core files. Lowering a hard limit
   is irreversible without `CAP_SYS_RESOURCE`; a run started as root gives that capability
-  up (bounding set and effective/permitted sets) before user code starts.
+  up (bounding set and effective/permitted sets) before user code starts. A GPU run caps
+  its data segment (`RLIMIT_DATA`: heap and private writable mappings) instead of its
+  address space, because the CUDA driver reserves far more address space than it uses
+  (`cuInit` fails under an address-space cap); device memory is not counted either way.
 - `PR_SET_NO_NEW_PRIVS`: no set-uid or file-capability program the run executes gains
   privileges.
 - `strict` (opt-in): new user and network namespaces, so the run has no network at all
@@ -56,8 +59,9 @@ class SandboxError(Exception):
 
 @dataclass(frozen=True, kw_only=True)
 class Containment:
-    memory_mb: int = 4096  # address-space limit of the run, 0 for none
+    memory_mb: int = 4096  # memory limit of the run, 0 for none
     strict: bool = False  # also user + network namespaces; fails closed where unavailable
+    address_space: bool = True  # memory_mb caps the address space; False: the data segment (GPU runs)
 
 
 def _libc() -> ctypes.CDLL:
@@ -100,10 +104,10 @@ def contain(policy: Containment) -> None:
         _enter_namespaces()
     elif os.geteuid() == 0:
         _drop_resource_capability()
-    _hard_limits(policy.memory_mb)
+    _hard_limits(policy.memory_mb, policy.address_space)
 
 
-def _hard_limits(memory_mb: int) -> None:
+def _hard_limits(memory_mb: int, address_space: bool) -> None:
     import resource
 
     def clamp(kind: int, value: int) -> None:
@@ -114,7 +118,7 @@ def _hard_limits(memory_mb: int) -> None:
 
     clamp(resource.RLIMIT_CORE, 0)
     if memory_mb > 0:
-        clamp(resource.RLIMIT_AS, memory_mb * 1024 * 1024)
+        clamp(resource.RLIMIT_AS if address_space else resource.RLIMIT_DATA, memory_mb * 1024 * 1024)
 
 
 class _CapHeader(ctypes.Structure):

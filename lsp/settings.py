@@ -14,9 +14,11 @@ warning, and when both keys are given both must be `true`. What the client pushe
 server pulls with `workspace/configuration` may only withdraw it, because that answer
 includes the workspace folder's own settings file, which an untrusted workspace controls.
 
-The pull: after `initialized`, if the client can answer it, the server asks once for the
-`kdsl` section (`ConfigurationPull`); the compiler tier waits for the answer (at most
-`PULL_TIMEOUT_S`) so that a workspace that turns execution off is never run first.
+The pull: after `initialized`, if the client can answer it, the server asks for the `kdsl`
+section (`ConfigurationPull`), and asks again whenever `didChangeConfiguration` arrives with
+`settings: null` (LSP's way of saying "changed: pull them"). Whatever runs user code waits
+while a pull is in flight (at most `PULL_TIMEOUT_S`), so a workspace that turns execution
+off is never run first.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +44,7 @@ SECTION = "kdsl"
 class Settings:
     target: str | None = None  # e.g. "sm_90"; None lets the compiler choose
     timeout_seconds: float = 10.0  # per compile or run in the worker
-    memory_limit_mb: int = 4096  # address-space limit of each run process
+    memory_limit_mb: int = 4096  # each run process's address space; a GPU run's data segment
     debounce_ms: int = 300  # quiet time after the last edit before the compiler tier runs
     trusted: bool = True  # False: static checks only, user code is never executed
     sandbox: str = "standard"  # "strict": runs also get no network (see lsp.sandbox)
@@ -170,37 +173,46 @@ def make_worker(settings: Settings) -> AnalysisWorker:
 
 
 class ConfigurationPull:
-    """Asks the client once for the `kdsl` section; `ready()` returns when it has answered."""
+    """Asks the client for the `kdsl` section; `ready()` returns when no pull is in flight."""
 
     def __init__(self) -> None:
         self._done = asyncio.Event()
-        self._asked = False
+        self._done.set()  # nothing asked yet
+        self._in_flight = 0
 
-    def start(self, ls: KdslLanguageServer) -> None:
+    def start(self, ls: KdslLanguageServer, on_change: Callable[[], None] | None = None) -> None:
+        """Pulls in the background, if the client can answer; `on_change` runs if settings changed.
+
+        The pull counts as in flight from this call on, so `ready()` already waits for it."""
         workspace = ls.client_capabilities.workspace
         if workspace is None or not workspace.configuration:
-            self._done.set()
             return
-        self._asked = True
-        ls.spawn(self._pull(ls))
+        self._in_flight += 1
+        self._done.clear()
+        ls.spawn(self._pull(ls, on_change))
 
     async def ready(self) -> None:
-        if self._asked:
+        if not self._done.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._done.wait(), PULL_TIMEOUT_S)
 
-    async def _pull(self, ls: KdslLanguageServer) -> None:
+    async def _pull(self, ls: KdslLanguageServer, on_change: Callable[[], None] | None) -> None:
         from lsprotocol import types
 
+        changed = False
         try:
             params = types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
             answer = await asyncio.wait_for(ls.workspace_configuration_async(params), PULL_TIMEOUT_S)
             if answer:
-                apply_pulled(ls, answer[0])
+                changed = apply_pulled(ls, answer[0])
         except Exception as exc:  # no answer is no change
             log.warning("workspace/configuration failed: %s", exc)
         finally:
-            self._done.set()
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._done.set()
+        if changed and on_change is not None:
+            on_change()
 
 
 def pulled(raw: Any, base: Settings) -> Any:
@@ -212,5 +224,6 @@ def pulled(raw: Any, base: Settings) -> Any:
     return {k: v for k, v in _flatten(raw).items() if not (k in _KEYS and _KEYS[k][0] == _TRUST)}
 
 
-def apply_pulled(ls: KdslLanguageServer, raw: Any) -> None:
-    ls.apply_settings(pulled(raw, ls.settings))
+def apply_pulled(ls: KdslLanguageServer, raw: Any) -> bool:
+    """Applies pulled settings; returns whether anything changed."""
+    return ls.apply_settings(pulled(raw, ls.settings))

@@ -8,6 +8,11 @@ process (`lsp.zygote`, in a session of its own) that imports the compiler once a
 contained run process per module (`lsp.sandbox`), several at a time. Every way a run can
 fail becomes a DSL002 diagnostic on line 1 of the file, never an exception.
 
+The editor's "Run on GPU" is an operation of the same worker (`run_on_gpu`): a fresh
+contained process forked for one `dsl.run_function` call, killed with its process tree when
+it ends, times out or is cancelled, exactly like an analysis. Its every failure becomes an
+`{ok: False, error, message}` answer, never an exception.
+
 Who enforces what: the zygote enforces each run's time limit from its fork, kills the run's
 process group and sweeps up what escaped it; cancelling an analysis (the document changed)
 kills only that run. This class only backs the zygote up: if a started run is not answered
@@ -57,15 +62,17 @@ _BOOT = (
 class WorkerFailure(Exception):
     """No report could be produced; `message` completes "Running this module for analysis ..."."""
 
-    def __init__(self, message: str, line: int | None = None):
+    def __init__(self, message: str, line: int | None = None, kind: str = "internal"):
         super().__init__(message)
         self.message = message
         self.line = line
+        self.kind = kind
 
 
 class _Pending:
-    def __init__(self, loop: asyncio.AbstractEventLoop, path: str) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, path: str, pids: dict[str, int]) -> None:
         self.path = path
+        self.pids = pids  # where the run process's pid is noted when it starts
         self.started = asyncio.Event()
         self.answer: asyncio.Future[dict[str, Any]] = loop.create_future()
 
@@ -109,6 +116,7 @@ class AnalysisWorker:
         self._start_lock = asyncio.Lock()
         self.restarts = 0  # zygotes started after the first; tests and logs read it
         self.run_pids: dict[str, int] = {}  # path -> the run process that last took it
+        self.gpu_run_pids: dict[str, int] = {}  # path -> the process of its latest GPU run
 
     @property
     def pid(self) -> int | None:
@@ -129,6 +137,33 @@ class AnalysisWorker:
             return ModuleReport(path, diagnostics=[diagnostic])
         return confine_report(report, path, source)
 
+    async def run_on_gpu(self, source: str, path: str, function: str, target: str | None = None) -> dict[str, Any]:
+        """`dsl.run_function(source, path, function)` in a contained process of its own.
+
+        Answers its dict (`ok, message, median_ms, bandwidth_gbs, correct`, `diagnostics` as
+        `Diagnostic.to_dict()`s confined to `path`), or `{ok: False, error, message}` where
+        `error` is "no_gpu", "error" (the module or the run raised), or how the process
+        failed ("timeout", "memory", "crash", "exit", "sandbox", "internal"). Cancelling
+        the call kills the process and everything it started."""
+        request = {"op": "run", "source": source, "path": path, "function": function, "target": target}
+        try:
+            answer = await self._request(request, path, self.gpu_run_pids)
+            if isinstance(answer.get("result"), dict):
+                result = _confined_result(answer["result"], path, source)
+                if result.get("error") == "memory" and self.memory_mb > 0:
+                    result["message"] = f"ran out of memory (limit {self.memory_mb} MB)"
+                return result
+            if "report_line" in answer:
+                raise WorkerFailure("sent a report instead of a result")
+            error = answer.get("error") or {}
+            line = error.get("line")
+            raise WorkerFailure(
+                str(error.get("message", "failed")), line if isinstance(line, int) else None, str(error.get("kind"))
+            )
+        except WorkerFailure as failure:
+            message = failure.message + (f" (at line {failure.line})" if failure.line is not None else "")
+            return {"ok": False, "error": failure.kind, "message": message}
+
     async def close(self) -> None:
         """Ends the zygote (end of file on its stdin: it kills every run), forcing it if needed."""
         proc, self._proc = self._proc, None
@@ -141,12 +176,25 @@ class AnalysisWorker:
 
     # -- internals
 
-    async def _analyze(self, source: str, path: str, target: str | None) -> dict[str, Any]:
+    async def _analyze(self, source: str, path: str, target: str | None) -> ModuleReport:
+        request = {"op": "analyze", "source": source, "path": path, "target": target}
+        answer = await self._request(request, path, self.run_pids)
+        if "report_line" in answer:
+            try:
+                return ModuleReport.from_dict(json.loads(answer["report_line"]))
+            except Exception as exc:
+                raise WorkerFailure(f"sent a malformed report ({type(exc).__name__})") from None
+        error = answer.get("error") or {}
+        line = error.get("line")
+        raise WorkerFailure(str(error.get("message", "failed")), line if isinstance(line, int) else None)
+
+    async def _request(self, request: dict[str, Any], path: str, pids: dict[str, int]) -> dict[str, Any]:
+        """Sends one request and awaits its answer; the limit counts from when a run takes it."""
         proc = await self._ensure_started()
         assert proc.stdin is not None
         rid = next(self._ids)
-        pending = self._pending[rid] = _Pending(asyncio.get_running_loop(), path)
-        request = {"id": rid, "op": "analyze", "source": source, "path": path, "target": target}
+        pending = self._pending[rid] = _Pending(asyncio.get_running_loop(), path, pids)
+        request = {"id": rid, **request}
         try:
             proc.stdin.write(json.dumps(request).encode() + b"\n")
             await proc.stdin.drain()
@@ -157,7 +205,7 @@ class AnalysisWorker:
                 answer = await asyncio.wait_for(asyncio.shield(pending.answer), self.timeout + BACKSTOP_S)
             except asyncio.TimeoutError:
                 await self._stop(proc, grace=1.0)
-                raise WorkerFailure(f"timed out after {self.timeout:g} s") from None
+                raise WorkerFailure(f"timed out after {self.timeout:g} s", kind="timeout") from None
         except (ConnectionError, BrokenPipeError):
             raise WorkerFailure(self._death_message()) from None
         except asyncio.CancelledError:
@@ -167,14 +215,7 @@ class AnalysisWorker:
             raise
         finally:
             self._pending.pop(rid, None)
-        if "report_line" in answer:
-            try:
-                return ModuleReport.from_dict(json.loads(answer["report_line"]))
-            except Exception as exc:
-                raise WorkerFailure(f"sent a malformed report ({type(exc).__name__})") from None
-        error = answer.get("error") or {}
-        line = error.get("line")
-        raise WorkerFailure(str(error.get("message", "failed")), line if isinstance(line, int) else None)
+        return answer
 
     async def _ensure_started(self) -> asyncio.subprocess.Process:
         async with self._start_lock:
@@ -235,7 +276,7 @@ class AnalysisWorker:
                 continue
             if "started" in message:
                 if isinstance(message["started"], int):
-                    self.run_pids[pending.path] = message["started"]
+                    pending.pids[pending.path] = message["started"]
                 pending.started.set()
             elif not pending.answer.done():
                 pending.answer.set_result(message)
@@ -276,6 +317,25 @@ class AnalysisWorker:
             await asyncio.wait_for(_exited(proc), 2.0)
         if proc is self._proc:
             self._proc = None
+
+
+def _confined_result(result: dict[str, Any], path: str, source: str) -> dict[str, Any]:
+    """A GPU run's answer as its own process wrote it (so it may say anything about the run),
+    with its diagnostics, like a report's, speaking only about `path` (`confine_report`)."""
+    from dsl.diagnostics import Diagnostic
+
+    out = {key: value for key, value in result.items() if isinstance(key, str)}
+    out["ok"] = out.get("ok") is True
+    out["message"] = str(out.get("message", ""))
+    if "diagnostics" in out:
+        raw = out["diagnostics"] if isinstance(out["diagnostics"], list) else []
+        diagnostics = []
+        for item in raw:
+            with contextlib.suppress(Exception):
+                diagnostics.append(Diagnostic.from_dict(item))
+        report = confine_report(ModuleReport(path, diagnostics=diagnostics), path, source)
+        out["diagnostics"] = [d.to_dict() for d in report.diagnostics]
+    return out
 
 
 async def _exited(proc: asyncio.subprocess.Process) -> None:

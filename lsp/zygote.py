@@ -1,4 +1,4 @@
-"""The analysis worker's process: stays warm, never runs user code, forks a contained run per module.
+"""The analysis worker's process: stays warm, never runs user code, forks a contained run per request.
 
     parent (server or lint) --JSON lines--> zygote --fork--> run process (one per module path)
 
@@ -16,6 +16,12 @@ or left a thread behind, or changed the compiler's modules, `sys.path`, the envi
 the working directory. Processes a kept run started are killed after every report. With
 `--keep-warm 0` (lint) every module gets a fresh fork.
 
+A `run` request (the editor's "Run on GPU") always gets a fresh fork that serves it alone
+and exits: it creates a CUDA context, which no later request may inherit. It is contained
+like an analysis, under the same time limit, except that the memory limit caps its data
+segment instead of its address space (see `lsp.sandbox`). The zygote itself never touches
+CUDA, so every fork can still initialise it.
+
 Time limits are enforced here, from the fork on. The zygote never waits for end-of-file on
 a pipe user code may have handed down: only for the run's report line or its exit (pidfd).
 
@@ -23,8 +29,10 @@ Protocol with the parent, one JSON object per line:
 
     zygote -> parent  {"ready": true, "pid": 123}                                      once
     parent -> zygote  {"id": 1, "op": "analyze", "source": "...", "path": "...", "target": null}
+    parent -> zygote  {"id": 2, "op": "run", "source": "...", "path": "...", "function": "f", "target": null}
     zygote -> parent  {"id": 1, "started": 456}                     when a run process takes it
     zygote -> parent  {"id": 1, "report_follows": true}, then ModuleReport.to_dict() as one line
+                   or {"id": 2, "result": {"ok": true, "message": "...", "median_ms": 0.1, ...}}
                    or {"id": 1, "error": {"kind": "timeout" | "memory" | "exit" | "crash" |
                                           "internal" | "sandbox", "message": "...", "line": 3}}
     parent -> zygote  {"id": 1, "op": "cancel"}       -> {"id": 1, "cancelled": true}
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import selectors
@@ -90,6 +99,7 @@ class _Runner:
     outbox: bytearray = field(default_factory=bytearray)
     inbox: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
+    op: str = "analyze"  # or "run": one request on the GPU, then retired
     run: _Run | None = None
     retiring: bool = False  # will not take another request
     last_used: float = 0.0
@@ -128,6 +138,7 @@ class Zygote:
         self.parallel = max(1, args.parallel)
         self.keep_warm = max(0, args.keep_warm)
         self.policy = sandbox.Containment(memory_mb=args.memory_mb, strict=args.sandbox == "strict")
+        self.gpu_policy = dataclasses.replace(self.policy, address_space=False)
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.proto_in, selectors.EVENT_READ, ("proto", None))
         self.inbox = bytearray()
@@ -194,7 +205,7 @@ class Zygote:
 
     def _handle(self, request: dict[str, Any]) -> None:
         rid, op = request.get("id"), request.get("op")
-        if op == "analyze":
+        if op in ("analyze", "run"):
             self.queue.append(request)
         elif op == "cancel":
             self._cancel(rid)
@@ -217,30 +228,39 @@ class Zygote:
                 return
 
     def _start_queued(self) -> None:
-        busy = {r.path for r in self.runners.values() if r.run is not None}
+        busy = {(r.op, r.path) for r in self.runners.values() if r.run is not None}
         for request in list(self.queue):
             if len(busy) >= self.parallel:
                 return
-            path = str(request.get("path"))
-            if path in busy:
-                continue  # one run per path at a time; later versions wait for it
+            slot = (str(request.get("op")), str(request.get("path")))
+            if slot in busy:
+                continue  # one analysis (and one GPU run) per path at a time; later ones wait
             self.queue.remove(request)
-            busy.add(path)
-            self._start(request, path)
+            busy.add(slot)
+            self._start(request, slot[1])
 
     def _start(self, request: dict[str, Any], path: str) -> None:
         self.seq += 1
         request = {**request, "seq": self.seq}
-        runner = next(
-            (r for r in self.runners.values() if r.path == path and r.run is None and not r.retiring), None
-        )
-        if runner is not None:
+        warm = None
+        if request.get("op") == "analyze":
+            warm = next(
+                (r for r in self.runners.values()
+                 if r.op == "analyze" and r.path == path and r.run is None and not r.retiring),
+                None,
+            )  # fmt: skip
+        if warm is not None:
+            runner = warm
             runner.outbox += json.dumps(request).encode() + b"\n"
             runner.stderr.clear()
             self._flush_request(runner)
+        elif request.get("op") == "run":  # a fresh process, retired after its one answer
+            self._evict_idle(keep=self.keep_warm)
+            runner = self._fork(request, path, self.gpu_policy, keep=False)
+            runner.op, runner.retiring = "run", True
         else:
             self._evict_idle(keep=self.keep_warm - 1)
-            runner = self._fork(request, path)
+            runner = self._fork(request, path, self.policy, keep=self.keep_warm > 0)
         runner.run = _Run(request.get("id"), self.seq, time.monotonic() + self.timeout)
         self._send({"id": request.get("id"), "started": runner.pid})
 
@@ -252,7 +272,7 @@ class Zygote:
 
     # -- run processes
 
-    def _fork(self, request: dict[str, Any], path: str) -> _Runner:
+    def _fork(self, request: dict[str, Any], path: str, policy: sandbox.Containment, *, keep: bool) -> _Runner:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -265,7 +285,7 @@ class Zygote:
                 for fd in private:
                     with contextlib.suppress(OSError):
                         os.close(fd)
-                run_process(request, req_r, rep_w, err_w, self.policy, keep=self.keep_warm > 0)
+                run_process(request, req_r, rep_w, err_w, policy, keep=keep)
             finally:
                 os._exit(70)
         for fd in (req_r, rep_w, err_w):
@@ -330,6 +350,8 @@ class Zygote:
                 self.proto_out.write(json.dumps({"id": run.rid, "report_follows": True}).encode() + b"\n")
                 self.proto_out.write(payload + b"\n")
                 self.proto_out.flush()
+            elif isinstance(header.get("result"), dict):  # a GPU run's answer: parsed, so one line
+                self._send({"id": run.rid, "result": header["result"]})
             else:
                 error = header.get("error") if isinstance(header.get("error"), dict) else {}
                 self._send({"id": run.rid, "error": self._error(error)})

@@ -1,12 +1,15 @@
 """Commands `kdsl.compile` and `kdsl.run` (arguments `[uri, function name]`).
 
 Both show work-done progress and stop when the client cancels, either the request or the
-progress. `kdsl.compile` answers `{message}` with the resource summary from the compiler
-tier (the report for the current version of the buffer). `kdsl.run` launches the function
-on the GPU through `dsl.run_function`, in a one-shot child process under the same time and
-memory limits as the analysis worker, and answers its median time, bandwidth and
-correctness, or says plainly that no GPU or driver is present. The message is also shown
-with `window/showMessage`, since most editors drop a command's result.
+progress (a cancelled progress still answers: `{ok: false, message: "NAME: cancelled"}`).
+`kdsl.compile` answers `{message}` with the resource summary from the compiler tier (the
+report for the current version of the buffer). `kdsl.run` launches the function
+on the GPU through `dsl.run_function`, as an operation of the analysis worker (a contained
+process of its own, under the worker's time limit; cancelling kills it and everything it
+started), and answers its median time, bandwidth and correctness, or says plainly that no
+GPU or driver is present. Both run the user's code, so both wait for the pulled settings
+and refuse an untrusted workspace. The message is also shown with `window/showMessage`,
+since most editors drop a command's result.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-async def with_progress(ls: KdslLanguageServer, title: str, work: Callable[[], Awaitable[T]]) -> T:
-    """Runs `work` under a work-done progress; cancelling the progress cancels the work."""
+async def with_progress(ls: KdslLanguageServer, title: str, work: Callable[[], Awaitable[T]], cancelled: T) -> T:
+    """Runs `work` under a work-done progress.
+
+    Cancelling the progress cancels the work, and the request still answers: `cancelled`.
+    Cancelling the request itself cancels the work too, and it then has no result."""
     window = ls.client_capabilities.window
     token: str | None = None
     if window is not None and window.work_done_progress:
@@ -39,22 +45,32 @@ async def with_progress(ls: KdslLanguageServer, title: str, work: Callable[[], A
         except Exception:
             token = None
     task = asyncio.ensure_future(work())
+    by_client: list[bool] = []  # set when the client cancelled the progress
+
+    def progress_cancelled(future: Any) -> None:
+        if future.cancelled():
+            by_client.append(True)
+            task.get_loop().call_soon_threadsafe(task.cancel)
+
     if token is not None:
         ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True))
         cancel = ls.work_done_progress.tokens.get(token)
         if cancel is not None:
-            cancel.add_done_callback(
-                lambda f: f.cancelled() and task.get_loop().call_soon_threadsafe(task.cancel)
-            )
+            cancel.add_done_callback(progress_cancelled)
+    outcome = "done"
     try:
         return await task
+    except asyncio.CancelledError:
+        outcome = "cancelled"
+        if by_client and task.cancelled():
+            return cancelled
+        raise
     finally:
         if not task.done():
             task.cancel()  # our own request was cancelled: stop the work too
+            outcome = "cancelled"
         if token is not None:
-            ls.work_done_progress.end(
-                token, types.WorkDoneProgressEnd(message="cancelled" if task.cancelled() else "done")
-            )
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=outcome))
             ls.work_done_progress.tokens.pop(token, None)
 
 
@@ -91,19 +107,15 @@ async def run_function(ls: KdslLanguageServer, uri: str, name: str) -> dict[str,
     state = ls.documents.get(uri)
     if state is None:
         return {"ok": False, "message": f"{uri} is not open"}
+    await ls.configuration.ready()  # the pulled settings may withdraw trust: wait for them
     if not ls.settings.trusted:
         return {
             "ok": False,
             "message": "running kernels runs your code, which is off in an untrusted workspace",
         }
-    result = await gpu_run.run_in_child(
-        state.text,
-        state.path,
-        name,
-        target=ls.settings.target,
-        timeout_s=ls.settings.timeout_seconds,
-        memory_mb=ls.settings.memory_limit_mb,
-    )
+    # A snapshot: the run is of this version of the buffer, whatever edits arrive meanwhile.
+    text, path = state.text, state.path
+    result = await ls.worker().run_on_gpu(text, path, name, ls.settings.target)
     return {**result, "message": gpu_run.describe(name, result)}
 
 
@@ -112,13 +124,16 @@ def register(server: KdslLanguageServer) -> None:
     # `ls` stays unannotated: pygls resolves command handlers' annotations at call time.
     async def compile_command(ls, *arguments: Any) -> dict[str, Any]:
         uri, name = _args(arguments)
-        result = await with_progress(ls, f"Compiling {name}", lambda: compile_function(ls, uri, name))
+        cancelled = {"ok": False, "message": f"{name}: cancelled"}
+        result = await with_progress(ls, f"Compiling {name}", lambda: compile_function(ls, uri, name), cancelled)
         _show(ls, result["message"], result["ok"])
         return result
 
     @server.command(RUN)
     async def run_command(ls, *arguments: Any) -> dict[str, Any]:
         uri, name = _args(arguments)
-        result = await with_progress(ls, f"Running {name} on the GPU", lambda: run_function(ls, uri, name))
+        cancelled = {"ok": False, "message": f"{name}: cancelled"}
+        title = f"Running {name} on the GPU"
+        result = await with_progress(ls, title, lambda: run_function(ls, uri, name), cancelled)
         _show(ls, result["message"], result["ok"])
         return result

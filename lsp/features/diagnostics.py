@@ -183,8 +183,15 @@ def register(server: KdslLanguageServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: KdslLanguageServer, params: types.DidChangeConfigurationParams) -> None:
-        if ls.apply_settings(params.settings):
-            for state in ls.documents.all():
-                if not ls.settings.trusted:
-                    state.report = state.report_version = state.report_text = None
-                check(ls, state, debounce=False)
+        if params.settings is None:  # "settings changed, pull them": the answer arrives later
+            ls.configuration.start(ls, on_change=lambda: _settings_changed(ls))
+        elif ls.apply_settings(params.settings):
+            _settings_changed(ls)
+
+
+def _settings_changed(ls: KdslLanguageServer) -> None:
+    """Re-checks every open document under the new settings (dropping reports if now untrusted)."""
+    for state in ls.documents.all():
+        if not ls.settings.trusted:
+            state.report = state.report_version = state.report_text = None
+        check(ls, state, debounce=False)

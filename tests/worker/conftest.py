@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from server_session import session  # noqa: F401 - a real server over stdio, for the trust tests
 
 from lsp.worker import AnalysisWorker
 

@@ -1,0 +1,1 @@
+"""See `driver`: a stand-in for cuda-bindings, put first on a test worker's `PYTHONPATH`."""
