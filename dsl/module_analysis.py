@@ -10,6 +10,7 @@ mistakes never hide another's. Jit functions compile from their annotations or
 from __future__ import annotations
 
 import ast
+import copy
 import linecache
 import os
 import sys
@@ -187,12 +188,9 @@ def _compile_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, targ
             args.append(p.dtype)
         else:
             args.append(p.value)
-    original = fn.known_block_size
-    if block is not None and original is None:
-        fn.known_block_size = list(block)  # the inferred contract, for this compile only
-    try:
-        compiled, diagnostics = compile_function(fn, tuple(args), {}, target, until=until)
-        # annotation mismatches belong to the launch that passed the arguments (reported there)
-        return compiled, [d for d in diagnostics if d.code != "DSL101"]
-    finally:
-        fn.known_block_size = original
+    if block is not None and fn.known_block_size is None:
+        fn = copy.copy(fn)  # the inferred contract, for this compile only: the user's object is left alone
+        fn.known_block_size = list(block)
+    compiled, diagnostics = compile_function(fn, tuple(args), {}, target, until=until)
+    # annotation mismatches belong to the launch that passed the arguments (reported there)
+    return compiled, [d for d in diagnostics if d.code != "DSL101"]

@@ -13,22 +13,28 @@
 #endif
 #include <Python.h>
 
-static PyObject *s_fast_arity, *s_fast_launch, *s_call_slow, *argument_error;
+static PyObject *s_fast, *s_call_slow, *argument_error;
 
+/* `_fast` is one (arity, launcher) tuple, replaced whole by the slow path: reading it once
+ * gives a matching pair even while another thread switches the specialization. */
 static PyObject *jit_call(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (kwargs == NULL || PyDict_Size(kwargs) == 0) {
-        PyObject *arity = PyObject_GetAttr(self, s_fast_arity);
-        if (arity == NULL) return NULL;
-        Py_ssize_t n = PyLong_AsSsize_t(arity);
-        Py_DECREF(arity);
-        if (n == -1 && PyErr_Occurred()) return NULL;
+        PyObject *fast = PyObject_GetAttr(self, s_fast);
+        if (fast == NULL) return NULL;
+        PyObject *arity = PyTuple_GetItem(fast, 0); /* borrowed */
+        Py_ssize_t n = arity == NULL ? -1 : PyLong_AsSsize_t(arity);
+        if (n == -1 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return NULL;
+        }
         if (n == PyTuple_Size(args)) {
-            PyObject *launch = PyObject_GetAttr(self, s_fast_launch);
-            if (launch == NULL) return NULL;
-            PyObject *result = PyObject_Call(launch, args, NULL);
-            Py_DECREF(launch);
+            PyObject *launch = PyTuple_GetItem(fast, 1); /* borrowed, kept alive by `fast` */
+            PyObject *result = launch == NULL ? NULL : PyObject_Call(launch, args, NULL);
+            Py_DECREF(fast);
             if (result != NULL || !PyErr_ExceptionMatches(argument_error)) return result;
             PyErr_Clear(); /* not this specialization's arguments: the slow path looks it up */
+        } else {
+            Py_DECREF(fast);
         }
     }
     PyObject *slow = PyObject_GetAttr(self, s_call_slow);
@@ -55,10 +61,9 @@ PyMODINIT_FUNC PyInit__jitcall(void) {
     argument_error = PyObject_GetAttrString(diagnostics, "ArgumentError");
     Py_DECREF(diagnostics);
     if (argument_error == NULL) return NULL;
-    s_fast_arity = PyUnicode_InternFromString("_fast_arity");
-    s_fast_launch = PyUnicode_InternFromString("_fast_launch");
+    s_fast = PyUnicode_InternFromString("_fast");
     s_call_slow = PyUnicode_InternFromString("_call_slow");
-    if (s_fast_arity == NULL || s_fast_launch == NULL || s_call_slow == NULL) return NULL;
+    if (s_fast == NULL || s_call_slow == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     PyObject *type = PyType_FromSpec(&jit_call_spec);

@@ -95,12 +95,13 @@ class _PythonJitCall:
     """The pure-Python twin of `_jitcall.c` (used where that optional module is not built)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == self._fast_arity and not kwargs:  # type: ignore[attr-defined]
+        arity, launch = self._fast  # type: ignore[attr-defined]  # one read: a matching pair
+        if len(args) == arity and not kwargs:
             # The common case: the same specialization as the previous call. Its launcher
             # checks every argument before it launches anything, so a mismatch (another
             # dtype or rank) only means "look the specialization up" in the slow path.
             try:
-                return self._fast_launch(*args)  # type: ignore[attr-defined]
+                return launch(*args)
             except ArgumentError:
                 pass
         return self._call_slow(*args, **kwargs)  # type: ignore[attr-defined]
@@ -121,8 +122,10 @@ class JitFunction(_JitCall):
     its arguments (`_JitCall`), else `_call_slow`, which finds or compiles the right one.
     """
 
-    _fast_arity = -1  # set by dsl.runtime.jit_call: the last specialization's launcher
-    _fast_launch: Any = None  # takes that many positional arguments as they come
+    # set by dsl.runtime.jit_call, as one tuple so that threads never pair one launcher with
+    # another's arity: the last specialization's launcher and how many positional arguments
+    # it takes as they come
+    _fast: tuple[int, Any] = (-1, None)
 
     def __init__(self, fn: Any, examples: list[Any] | None = None, reference: Any = None):
         functools.update_wrapper(self, fn)

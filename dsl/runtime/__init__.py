@@ -2,6 +2,14 @@
 
 Nothing here touches the GPU at import time; the driver is initialised on first use and
 `NoGPUError` says plainly when there is no GPU to run on.
+
+Concurrency: any thread may call any jit function at any time. What one call finds out
+(the device and framework of its arguments, its parameter buffers) lives in thread-local
+state of the `Runtime` (`launch.py`), never in shared attributes; a jit function's
+fast-path pair (arity, launcher) is one tuple replaced whole; a missing specialization is
+compiled under the function's lock, once; the caches shared between threads (compiled
+functions in memory, pointer facts, device attributes) are locked or only ever gain
+complete entries. The user's objects are never changed, not even for a moment.
 """
 
 from dsl.runtime.dlpack import ArgumentError

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import threading
 import warnings
 from typing import Any
 
@@ -38,7 +39,7 @@ class _Specialization:
 class _JitState:
     """Per `@jit` function: its parameters and its specializations."""
 
-    __slots__ = ("names", "scalar", "signature", "specs", "target")
+    __slots__ = ("lock", "names", "scalar", "signature", "specs", "target")
 
     def __init__(self, jit_fn: Any):
         from dsl.compiler.specs import evaluate_annotation
@@ -53,6 +54,7 @@ class _JitState:
                        for p in self.signature.parameters.values()]
         self.specs: dict[Any, _Specialization] = {}
         self.target: str | None = None
+        self.lock = threading.Lock()  # one thread compiles a missing specialization; the others wait
 
 
 # --- specialization keys ------------------------------------------------------------------------
@@ -124,15 +126,12 @@ def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> None:
             stream = kwargs.pop("stream")
     spec = state.specs.get(_key(state, args, kwargs))
     if spec is None:
-        spec = _specialize(jit_fn, state, args, kwargs)
+        spec = _specialize_once(jit_fn, state, args, kwargs)
     direct = spec.direct
     # Only a call that passed exactly the runtime parameters may be guessed again by shape
     # (JitFunction.__call__ tries it first): one that also passed Constexpr values
     # positionally (or by keyword) is not the default.
-    if not kwargs and direct == len(args):
-        jit_fn._fast_arity, jit_fn._fast_launch = direct, spec.launch
-    else:
-        jit_fn._fast_arity, jit_fn._fast_launch = -1, None
+    jit_fn._fast = (direct, spec.launch) if not kwargs and direct == len(args) else (-1, None)
     if direct is not None:
         return spec.launch(*args[:direct], stream)
     values = []
@@ -148,7 +147,15 @@ def specialization(jit_fn: Any, *args: Any, **kwargs: Any) -> _Specialization:
     except AttributeError:
         state = jit_fn._kdsl_state = _JitState(jit_fn)
     spec = state.specs.get(_key(state, args, kwargs))
-    return spec if spec is not None else _specialize(jit_fn, state, args, kwargs)
+    return spec if spec is not None else _specialize_once(jit_fn, state, args, kwargs)
+
+
+def _specialize_once(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Specialization:
+    """The miss path, under the function's lock: a specialization is compiled once even when
+    several threads call with it at the same time."""
+    with state.lock:
+        spec = state.specs.get(_key(state, args, kwargs))
+        return spec if spec is not None else _specialize(jit_fn, state, args, kwargs)
 
 
 def _specialize(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Specialization:

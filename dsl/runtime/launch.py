@@ -158,12 +158,38 @@ class Runtime:
         self.launch_ranges = launch_ranges or {}
         self.access = access or {}  # the launcher's TENSOR_ACCESS: tensor -> (align, needed by, written by)
         self._functions: dict[tuple[int, str], Any] = {}
-        self._packers: dict[tuple[str, int], ArgPacker] = {}
         self._nvtx = _nvtx_ranges()
-        self._device: int | None = None
-        self._framework: str | None = None
+        self._call = threading.local()  # what one call found out: its device, framework, packers
         self._drv: Any = None  # cuda.bindings.driver, once a kernel is loaded
         self._attributes: dict[tuple[int, str], int] = {}
+
+    # -- per-thread state: the launcher reads the arguments, then launches, in one thread ------
+
+    @property
+    def _device(self) -> int | None:
+        return getattr(self._call, "device", None)
+
+    @_device.setter
+    def _device(self, value: int | None) -> None:
+        self._call.device = value
+
+    @property
+    def _framework(self) -> str | None:
+        return getattr(self._call, "framework", None)
+
+    @_framework.setter
+    def _framework(self, value: str | None) -> None:
+        self._call.framework = value
+
+    def _packer(self, symbol: str, codes: tuple) -> ArgPacker:
+        """This thread's parameter buffer for `symbol` (freed with the thread)."""
+        packers = getattr(self._call, "packers", None)
+        if packers is None:
+            packers = self._call.packers = {}
+        packer = packers.get(symbol)
+        if packer is None:
+            packer = packers[symbol] = ArgPacker(codes)
+        return packer
 
     # -- what a generated launcher binds ------------------------------------------------------
 
@@ -315,12 +341,8 @@ class Runtime:
             raise self._error("grid dimensions must be positive", symbol, grid, block, smem)
         if smem > fn.smem_allowed:
             self._grow_smem(fn, symbol, grid, block, smem)
-        tid = threading.get_ident()
-        packer = self._packers.get((symbol, tid))
-        if packer is None:
-            packer = self._packers[(symbol, tid)] = ArgPacker(codes)
         try:
-            params = packer.pack(values)
+            params = self._packer(symbol, codes).pack(values)
         except (struct.error, TypeError, OverflowError) as err:
             raise self._error(f"a kernel argument does not fit its parameter type "
                               f"({', '.join(codes)}): {err}", symbol, grid, block, smem) from None

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,19 +81,31 @@ def query_pointer(ptr: int) -> PointerInfo:
 
 
 class AllocationCache:
-    """Device and managed allocations seen so far, by address range (see the module docstring)."""
+    """Device and managed allocations seen so far, by address range (see the module docstring).
+
+    Safe between threads: readers take one snapshot (sorted starts, ranges by start), which
+    writers replace whole, under a lock, with a new one (new allocations are rare; lookups
+    are every launch)."""
 
     def __init__(self, query: Any = query_pointer, capacity: int = CAPACITY):
         self.query = query
         self.capacity = capacity
-        self.starts: list[int] = []  # sorted range starts
-        self.ranges: dict[int, PointerInfo] = {}
+        self._snapshot: tuple[list[int], dict[int, PointerInfo]] = ([], {})
+        self._lock = threading.Lock()
+
+    @property
+    def starts(self) -> list[int]:
+        return self._snapshot[0]
+
+    @property
+    def ranges(self) -> dict[int, PointerInfo]:
+        return self._snapshot[1]
 
     def info(self, ptr: int) -> PointerInfo:
-        starts = self.starts
+        starts, ranges = self._snapshot
         i = bisect.bisect_right(starts, ptr) - 1
         if i >= 0:
-            hit = self.ranges[starts[i]]
+            hit = ranges[starts[i]]
             if ptr < hit.start + hit.size:
                 return hit
         info = self.query(ptr)
@@ -101,23 +114,26 @@ class AllocationCache:
         return info
 
     def _add(self, info: PointerInfo) -> None:
-        if len(self.starts) >= self.capacity:
-            self.clear()
-        starts, ranges = self.starts, self.ranges
-        lo = bisect.bisect_left(starts, info.start)
-        if lo > 0:
-            before = ranges[starts[lo - 1]]
-            if before.start + before.size > info.start:
-                lo -= 1  # a stale range reaching into the new one
-        hi = bisect.bisect_left(starts, info.start + info.size)
-        for start in starts[lo:hi]:  # every one overlaps the new range: freed since
-            del ranges[start]
-        starts[lo:hi] = [info.start]
-        ranges[info.start] = info
+        with self._lock:
+            starts, ranges = self._snapshot
+            if len(starts) >= self.capacity:
+                starts, ranges = [], {}
+            starts, ranges = list(starts), dict(ranges)
+            lo = bisect.bisect_left(starts, info.start)
+            if lo > 0:
+                before = ranges[starts[lo - 1]]
+                if before.start + before.size > info.start:
+                    lo -= 1  # a stale range reaching into the new one
+            hi = bisect.bisect_left(starts, info.start + info.size)
+            for start in starts[lo:hi]:  # every one overlaps the new range: freed since
+                del ranges[start]
+            starts[lo:hi] = [info.start]
+            ranges[info.start] = info
+            self._snapshot = (starts, ranges)
 
     def clear(self) -> None:
-        self.starts.clear()
-        self.ranges.clear()
+        with self._lock:
+            self._snapshot = ([], {})
 
 
 ALLOCATIONS = AllocationCache()

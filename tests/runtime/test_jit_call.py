@@ -27,8 +27,7 @@ def jit_class(request):
     """JitFunction's behaviour over one base; `_call_slow` records what reaches it."""
 
     class Jit(request.param):
-        _fast_arity = -1
-        _fast_launch = None
+        _fast = (-1, None)
 
         def __init__(self):
             self.slow_calls = []
@@ -47,7 +46,7 @@ def test_the_built_module_is_the_one_in_use():
 
 def test_matching_positional_call_goes_to_the_launcher(jit_class):
     jit = jit_class()
-    jit._fast_arity, jit._fast_launch = 2, lambda a, b, stream=None: ("fast", a, b, stream)
+    jit._fast = (2, lambda a, b, stream=None: ("fast", a, b, stream))
     assert jit(1, 2) == ("fast", 1, 2, None)
     assert jit.slow_calls == []
 
@@ -55,7 +54,7 @@ def test_matching_positional_call_goes_to_the_launcher(jit_class):
 def test_other_calls_take_the_slow_path(jit_class):
     jit = jit_class()
     assert jit(1, 2) == "slow"  # no specialization yet
-    jit._fast_arity, jit._fast_launch = 2, lambda a, b, stream=None: "fast"
+    jit._fast = (2, lambda a, b, stream=None: "fast")
     assert jit(1) == "slow" and jit(1, 2, 3) == "slow" and jit(1, 2, stream=5) == "slow"
     assert jit.slow_calls == [((1, 2), {}), ((1,), {}), ((1, 2, 3), {}), ((1, 2), {"stream": 5})]
 
@@ -65,7 +64,7 @@ def test_argument_error_from_the_launcher_means_another_specialization(jit_class
         raise ArgumentError("argument 'a' has element type f16")
 
     jit = jit_class()
-    jit._fast_arity, jit._fast_launch = 2, refuses
+    jit._fast = (2, refuses)
     assert jit("x", "y") == "slow"
     assert jit.slow_calls == [(("x", "y"), {})]
 
@@ -75,7 +74,32 @@ def test_other_errors_from_the_launcher_propagate(jit_class):
         raise RuntimeError("launch failed")
 
     jit = jit_class()
-    jit._fast_arity, jit._fast_launch = 1, fails
+    jit._fast = (1, fails)
     with pytest.raises(RuntimeError, match="launch failed"):
         jit(1)
     assert jit.slow_calls == []
+
+
+def test_the_pair_is_swapped_whole_while_other_threads_call(jit_class):
+    """A thread switching specializations never lets another pair one launcher with the
+    other's arity (which would call a launcher with the wrong number of arguments)."""
+    import threading
+
+    jit = jit_class()
+    one = (1, lambda a, stream=None: "one")
+    two = (2, lambda a, b, stream=None: "two")
+    stop = threading.Event()
+
+    def switch():
+        while not stop.is_set():
+            jit._fast = one
+            jit._fast = two
+
+    thread = threading.Thread(target=switch)
+    thread.start()
+    try:
+        results = {jit(1) for _ in range(20000)} | {jit(1, 2) for _ in range(20000)}
+    finally:
+        stop.set()
+        thread.join()
+    assert results <= {"one", "two", "slow"}
