@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import types
+from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -143,21 +144,8 @@ def test_random_exits_match_python(tmp_path, lines, seed):
     assert (got == expected).all(), (source, x, n, expected, got)
 
 
-FIRST_ABOVE = """import dsl
-from dsl import Float32, Int32, Tensor, f32, i32
-
-
-@dsl.kernel
-def first_above(x: Tensor[f32, 2], out: Tensor[i32], threshold: Float32, rows: Int32):
-    row = dsl.block_idx.x * dsl.block_dim.x + dsl.thread_idx.x
-    if row >= rows:
-        return
-    for c in range(x.shape[1]):
-        if x[row, c] > threshold:
-            out[row] = c
-            return
-    out[row] = -1
-"""
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+FIRST_ABOVE = (EXAMPLES / "linear_search.py").read_text()  # the reported kernel, as an example
 
 
 def test_return_inside_a_run_time_loop_leaves_the_kernel(tmp_path):
@@ -165,7 +153,7 @@ def test_return_inside_a_run_time_loop_leaves_the_kernel(tmp_path):
     path = str(tmp_path / "first_above.py")
     report = dsl.analyze_source(FIRST_ABOVE, path, until="traced")
     assert not list(report.all_diagnostics())
-    (fn,) = report.functions
+    fn = report.function("first_above")
     x = np.array([[0, 5, 1], [0, 0, 0], [3, 0, 0], [0, 0, 1]], dtype=np.float32)
     out = np.full(5, 99, dtype=np.int32)
     CpuKernel(fn.compiled.traced).run((1, 1, 1), (5, 1, 1), *tensor_args(x), *tensor_args(out), 0.5, 4)

@@ -26,3 +26,13 @@ def _gpu_available() -> bool:
 def gpu():
     if not _gpu_available():
         pytest.skip("no NVIDIA GPU here")
+
+
+@pytest.fixture
+def torch(gpu):
+    """PyTorch with a GPU it can see (the tests compare against it), seeded."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+    torch.manual_seed(0)
+    return torch

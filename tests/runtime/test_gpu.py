@@ -12,15 +12,6 @@ from dsl.runtime import ArgumentError, LaunchError
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture
-def torch(gpu):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no GPU")
-    torch.manual_seed(0)
-    return torch
-
-
 def module_from(folder, name, source):
     """Writes `source` as `folder/name.py` and imports it (a module written by a test)."""
     (folder / f"{name}.py").write_text(source)

@@ -16,15 +16,6 @@ from dsl.runtime import ArgumentError
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture
-def torch(gpu):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no GPU")
-    torch.manual_seed(0)
-    return torch
-
-
 class CudaArray:
     """A bare `__cuda_array_interface__` over memory someone else owns (`keep` keeps it alive)."""
 

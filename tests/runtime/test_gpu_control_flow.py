@@ -29,15 +29,6 @@ def run(x: Tensor[i32, 2], out: Tensor[i32, 2], n: Int32):
 counter = itertools.count()
 
 
-@pytest.fixture
-def torch(gpu):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no GPU")
-    torch.manual_seed(0)
-    return torch
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(block(0, (), False, itertools.count()), st.integers(0, 2**16))

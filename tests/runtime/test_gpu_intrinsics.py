@@ -277,15 +277,6 @@ def test_the_examples_compile_to_their_key_instructions():
 
 # --- on the GPU -------------------------------------------------------------------------------------
 
-@pytest.fixture
-def torch(gpu):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no GPU")
-    torch.manual_seed(0)
-    return torch
-
-
 def _bf16_within_one_ulp(torch, y, ref):
     diff = (y.float() - ref.float()).abs()
     return bool((diff <= ref.float().abs() * 2.0**-7).all())

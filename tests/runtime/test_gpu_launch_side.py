@@ -14,15 +14,6 @@ from tests.runtime.test_gpu import module_from
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture
-def torch(gpu):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no GPU")
-    torch.manual_seed(0)
-    return torch
-
-
 MATMUL = """
 import dsl
 from dsl import Tensor, f32
