@@ -44,6 +44,12 @@ class SourceRange:
     def contains_line(self, line: int) -> bool:
         return self.line <= line <= self.end_line
 
+    @property
+    def one_based(self) -> tuple[int, int, int, int]:
+        """(line, column, end line, end column), all 1-based, as text, JSON, GitHub and SARIF
+        output count them."""
+        return self.line, self.column + 1, self.end_line, self.end_column + 1
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "file": self.file,

@@ -254,10 +254,6 @@ def current_arch() -> str | None:
     return f"sm_{major.value}{minor.value}"
 
 
-def synchronize() -> None:
-    check(driver().cuCtxSynchronize(), "cuCtxSynchronize")
-
-
 class DeviceBuffer:
     """Raw device memory (cuMemAlloc) freed when the object is; used by `dsl.run_function`."""
 

@@ -113,10 +113,3 @@ class ModuleImage:
         self.loaded_from[ctx.key] = "ptx"
         return module
 
-    def unload(self) -> None:
-        drv = driver()
-        with self._lock:
-            for module in self._modules.values():
-                drv.cuModuleUnload(module)
-            self._modules.clear()
-            self._functions.clear()

@@ -57,9 +57,11 @@ def summary(results: Sequence[FileResult]) -> str:
 def render_text(results: Sequence[FileResult], cwd: Path) -> str:
     lines = []
     for path, d in ordered(results, cwd):
-        lines.append(f"{path}:{d.range.line}:{d.range.column + 1}: {d.code} {d.message}")
+        line, column, _, _ = d.range.one_based
+        lines.append(f"{path}:{line}:{column}: {d.code} {d.message}")
         for related in d.related:
-            where = f"{display_path(related.range.file, cwd)}:{related.range.line}:{related.range.column + 1}"
+            rel_line, rel_column, _, _ = related.range.one_based
+            where = f"{display_path(related.range.file, cwd)}:{rel_line}:{rel_column}"
             lines.append(f"  note: {where}: {related.message}")
     lines.append(summary(results))
     return "\n".join(lines) + "\n"
@@ -73,13 +75,13 @@ def _url(code: str) -> str | None:
 def render_json(results: Sequence[FileResult], cwd: Path) -> str:
     items = []
     for path, d in ordered(results, cwd):
-        r = d.range
+        line, column, end_line, end_column = d.range.one_based
         items.append({
             "path": path,
-            "line": r.line,
-            "column": r.column + 1,
-            "end_line": r.end_line,
-            "end_column": r.end_column + 1,
+            "line": line,
+            "column": column,
+            "end_line": end_line,
+            "end_column": end_column,
             "code": d.code,
             "severity": d.severity.value,
             "message": d.message,
@@ -87,10 +89,7 @@ def render_json(results: Sequence[FileResult], cwd: Path) -> str:
             "related": [
                 {
                     "path": display_path(rel.range.file, cwd),
-                    "line": rel.range.line,
-                    "column": rel.range.column + 1,
-                    "end_line": rel.range.end_line,
-                    "end_column": rel.range.end_column + 1,
+                    **dict(zip(("line", "column", "end_line", "end_column"), rel.range.one_based)),
                     "message": rel.message,
                 }
                 for rel in d.related
@@ -115,15 +114,9 @@ def escape_github_property(text: str) -> str:
 def render_github(results: Sequence[FileResult], cwd: Path) -> str:
     lines = []
     for path, d in ordered(results, cwd):
-        r = d.range
-        props = {
-            "file": path,
-            "line": r.line,
-            "col": r.column + 1,
-            "endLine": r.end_line,
-            "endColumn": r.end_column + 1,
-            "title": d.code,
-        }
+        line, column, end_line, end_column = d.range.one_based
+        props = {"file": path, "line": line, "col": column, "endLine": end_line, "endColumn": end_column,
+                 "title": d.code}
         prop_text = ",".join(f"{k}={escape_github_property(str(v))}" for k, v in props.items())
         lines.append(f"::{_GITHUB_LEVEL[d.severity]} {prop_text}::{escape_github_data(d.message)}")
     return "".join(line + "\n" for line in lines)

@@ -67,12 +67,7 @@ def _location(rng: SourceRange, cwd: Path) -> dict[str, Any]:
     return {
         "physicalLocation": {
             "artifactLocation": artifact,
-            "region": {
-                "startLine": rng.line,
-                "startColumn": rng.column + 1,
-                "endLine": rng.end_line,
-                "endColumn": rng.end_column + 1,
-            },
+            "region": dict(zip(("startLine", "startColumn", "endLine", "endColumn"), rng.one_based)),
         }
     }
 
