@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dsl.targets import TARGETS
+
 if TYPE_CHECKING:
     from lsp.server import KdslLanguageServer
     from lsp.worker import AnalysisWorker
@@ -56,6 +58,8 @@ def _target(value: Any) -> str | None:
         return None
     if not isinstance(value, str):
         raise ValueError("expected a string such as 'sm_90'")
+    if value not in TARGETS:
+        raise ValueError(f"unknown target {value!r}; known targets: {', '.join(TARGETS)}")
     return value
 
 

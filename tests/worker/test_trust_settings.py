@@ -46,3 +46,14 @@ def test_sandbox_setting() -> None:
     assert parse_settings({"kdsl": {"worker": {"sandbox": "strict"}}})[0].sandbox == "strict"
     settings, problems = parse_settings({"sandbox": "none"})
     assert settings.sandbox == "standard" and "sandbox" in problems[0]
+
+
+def test_an_unknown_target_is_refused_with_the_known_ones():
+    """A bad target used to reach the compiler and come back as an internal DSL002."""
+    from lsp.settings import Settings, parse_settings
+
+    settings, problems = parse_settings({"target": "sm_1"})
+    assert settings == Settings()
+    assert problems == ["kdsl setting 'target': unknown target 'sm_1'; known targets: sm_80, sm_86, sm_89, sm_90; "
+                        "got 'sm_1', keeping None"]
+    assert parse_settings({"target": "sm_80"}) == (Settings(target="sm_80"), [])
