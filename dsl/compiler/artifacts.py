@@ -120,6 +120,44 @@ class KernelInfo:
         )
 
 
+@dataclass(frozen=True)
+class LaunchFact:
+    """What the compiler knows of one `.launch(...)` in a jit function, kept in the report so
+    the editor reads it instead of re-deriving it from the source: which specialization runs,
+    the launcher's grid / block / smem expressions, the static block and the contract."""
+
+    symbol: str  # the specialized kernel (KernelInfo.symbol)
+    source_name: str
+    range: SourceRange  # the launch call
+    grid: str
+    block: str
+    smem: str
+    block_static: tuple[int, int, int] | None = None
+    contract: tuple[int, int, int] | None = None
+
+    @classmethod
+    def of(cls, record: Any) -> LaunchFact:
+        """From the host tracer's record of a launch (or a fact already)."""
+        if isinstance(record, LaunchFact):
+            return record
+        return cls(record.kernel.symbol, record.kernel.source_name, record.range, record.grid, record.block,
+                   record.smem, record.block_static, record.contract)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"symbol": self.symbol, "source_name": self.source_name, "range": self.range.to_dict(),
+                "grid": self.grid, "block": self.block, "smem": self.smem,
+                "block_static": list(self.block_static) if self.block_static else None,
+                "contract": list(self.contract) if self.contract else None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LaunchFact:
+        def dims(v: Any) -> tuple[int, int, int] | None:
+            return tuple(v) if v else None  # type: ignore[return-value]
+
+        return cls(data["symbol"], data["source_name"], SourceRange.from_dict(data["range"]), data["grid"],
+                   data["block"], data["smem"], dims(data.get("block_static")), dims(data.get("contract")))
+
+
 @dataclass
 class CompiledFunction:
     """Every stage of one compiled specialization of a kernel or jit function, as text."""
@@ -179,6 +217,7 @@ class CompiledFunction:
             "kernels": [k.to_dict() for k in self.kernels],
             "diagnostics": [d.to_dict() for d in self.diagnostics],
             "cubin": base64.b64encode(self.cubin).decode() if self.cubin else None,
+            "launches": [LaunchFact.of(launch).to_dict() for launch in self.launches],
         }
 
     @classmethod
@@ -193,7 +232,16 @@ class CompiledFunction:
             kernels=[KernelInfo.from_dict(k) for k in data["kernels"]],
             diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]],
             cubin=base64.b64decode(cubin) if cubin else None,
+            launches=[LaunchFact.from_dict(d) for d in data.get("launches", [])],
         )
+
+    def launch_at(self, file: str, line: int) -> LaunchFact | None:
+        """The launch whose call starts on `line` of `file`."""
+        for launch in self.launches:
+            fact = LaunchFact.of(launch)
+            if fact.range.file == file and fact.range.line == line:
+                return fact
+        return None
 
     @property
     def available_stages(self) -> list[str]:

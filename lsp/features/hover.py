@@ -171,19 +171,27 @@ def launch_hover(
 
     kernel_def = next((f for f in functions if f.name == short and f.kind == "kernel"), None)
     contract_node, contract = _known_block_size(kernel_def)
-    info = None
+    info, fact = None, None
     if report is not None:
         line = call.lineno
         owners = [f for f in functions if f.range.contains_line(line)]
+        for owner in owners:  # the jit function's own record of this launch: its exact specialization
+            compiled = report.function(owner.name)
+            fact = compiled.compiled.launch_at(path, line) if compiled and compiled.compiled else None
+            if fact is not None:
+                info = next((k for k in compiled.compiled.kernels if k.symbol == fact.symbol), None)
+                contract = fact.contract or contract
+                break
         candidates = [report.function(f.name) for f in owners] + [report.function(short)]
-        for fn in candidates:
+        for fn in candidates if info is None else []:
             if fn is not None and fn.compiled is not None:
                 info = next((k for k in fn.compiled.kernels if k.source_name == short), None)
                 if info is not None:
                     break
 
     written_block = _segment(lines, args.get("block"), path)
-    block = info.block if info is not None and info.block else _literal_block(args.get("block"))
+    block = (fact.block_static if fact is not None and fact.block_static else
+             info.block if info is not None and info.block else _literal_block(args.get("block")))
     rows = [
         f"**launch of `{short}`**",
         "",

@@ -89,3 +89,18 @@ async def test_hover_on_dsl_api_names_shows_their_documentation(client):
     assert direct == alias
     tensor = await hover(client, uri, 1, 17)  # `Tensor` in the import
     assert tensor is not None and (dsl.Tensor.__doc__ or "").strip().splitlines()[0] in tensor
+
+
+async def test_hover_on_each_launch_shows_its_own_specialization(client):
+    """data/two_launches.py launches one kernel with block=128 and block=512: each hover reads
+    the compiler's record of that launch (its symbol, block and resources), not the first one."""
+    await initialize(client)
+    uri = open_file(client, "two_launches.py")
+    compiled = report_of("two_launches.py").function("run").compiled
+    by_block = {k.block: k for k in compiled.kernels}
+    for line, block in ((14, (128, 1, 1)), (15, (512, 1, 1))):
+        text = await hover(client, uri, line, 16)  # `launch`
+        assert text is not None
+        rows = text.splitlines()
+        assert f"| block | `{block[0]}` → {block} |" in rows
+        assert f"| resources | {by_block[block].resources.summary()} |" in rows
