@@ -42,6 +42,8 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
+SANDBOXES = ("standard", "strict")  # the modes a run can be confined in; "strict" adds namespaces
+
 _LINUX = sys.platform.startswith("linux")
 _PR_SET_PDEATHSIG = 1
 _PR_CAPBSET_DROP = 24

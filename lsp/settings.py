@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dsl.targets import TARGETS
+from lsp.sandbox import SANDBOXES
+from lsp.worker import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:
     from lsp.server import KdslLanguageServer
@@ -45,11 +47,11 @@ SECTION = "kdsl"
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     target: str | None = None  # e.g. "sm_90"; None lets the compiler choose
-    timeout_seconds: float = 10.0  # per compile or run in the worker
-    memory_limit_mb: int = 4096  # each run process's address space; a GPU run's data segment
+    timeout_seconds: float = DEFAULT_TIMEOUT_S  # per compile or run in the worker
+    memory_limit_mb: int = DEFAULT_MEMORY_MB  # each run process's address space; a GPU run's data segment
     debounce_ms: int = 300  # quiet time after the last edit before the compiler tier runs
     trusted: bool = True  # False: static checks only, user code is never executed
-    sandbox: str = "standard"  # "strict": runs also get no network (see lsp.sandbox)
+    sandbox: str = SANDBOXES[0]  # "strict": runs also get no network (see lsp.sandbox)
 
 
 # client key (dotted for nested objects) -> (field, parser)
@@ -80,8 +82,8 @@ def _non_negative_int(value: Any) -> int:
 
 
 def _sandbox(value: Any) -> str:
-    if value not in ("standard", "strict"):
-        raise ValueError("expected 'standard' or 'strict'")
+    if value not in SANDBOXES:
+        raise ValueError("expected " + " or ".join(map(repr, SANDBOXES)))
     return str(value)
 
 

@@ -44,7 +44,7 @@ DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MEMORY_MB = 4096
 STARTUP_TIMEOUT_S = 60.0  # importing and warming up the compiler; not counted against a request
 BACKSTOP_S = 5.0  # beyond a run's own limit, before the whole worker is presumed stuck
-SANDBOXES = ("standard", "strict")
+SANDBOXES = sandbox.SANDBOXES
 _STDERR_TAIL_BYTES = 64 * 1024
 _LINE_LIMIT = 1 << 30  # reports carry every IR stage; one JSON line can be large
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
@@ -93,7 +93,7 @@ class AnalysisWorker:
         memory_mb: int = DEFAULT_MEMORY_MB,
         parallel: int = 2,
         keep_warm: int = 4,
-        sandbox: str = "standard",
+        sandbox: str = SANDBOXES[0],
         python: str = sys.executable,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,

@@ -460,7 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--memory-mb", type=int, default=4096)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--keep-warm", type=int, default=0)
-    parser.add_argument("--sandbox", choices=("standard", "strict"), default="standard")
+    parser.add_argument("--sandbox", choices=sandbox.SANDBOXES, default=sandbox.SANDBOXES[0])
     args = parser.parse_args(argv)
 
     # Take the protocol off fds 0/1; the zygote's own output goes to stderr.
