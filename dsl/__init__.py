@@ -120,16 +120,18 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Loads the compiler (and MLIR) only when it is used, so `import dsl` stays cheap."""
-    if name in _LAZY:
-        import importlib
+if not TYPE_CHECKING:  # hidden from type checkers, so a misspelt `dsl.` name is still reported
 
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'dsl' has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        """Loads the compiler (and MLIR) only when it is used, so `import dsl` stays cheap."""
+        if name in _LAZY:
+            import importlib
+
+            module, attr = _LAZY[name]
+            value = getattr(importlib.import_module(module), attr)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module 'dsl' has no attribute {name!r}")
 
 __all__ = [
     "TARGETS", "BFloat16", "Boolean", "CompileError", "CompiledFunction", "Constexpr", "Diagnostic",

@@ -32,9 +32,9 @@ def matmul_tiled(a: Tensor[f32, 2], b: Tensor[f32, 2], c: Tensor[f32, 2], M: Int
             kk, cc = e // BN, e % BN
             b_tile[kk, cc] = b[k0 + kk, col0 + cc] if k0 + kk < K and col0 + cc < N else 0.0
         dsl.barrier()
-        for kk in dsl.static_range(BK):
-            av = [a_tile[kk, ty * TM + i] for i in dsl.static_range(TM)]
-            bv = [b_tile[kk, tx * TN + j] for j in dsl.static_range(TN)]
+        for k in dsl.static_range(BK):
+            av = [a_tile[k, ty * TM + i] for i in dsl.static_range(TM)]
+            bv = [b_tile[k, tx * TN + j] for j in dsl.static_range(TN)]
             for i in dsl.static_range(TM):
                 for j in dsl.static_range(TN):
                     acc[i * TN + j] += av[i] * bv[j]

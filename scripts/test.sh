@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs the test dependencies and runs every test: ruff, pytest (GPU tests skip
-# without a GPU), `kdsl lint examples/`, and the VS Code extension's checks.
+# Installs the test dependencies and runs every test: ruff, pyright (standard and basic
+# modes) and mypy on examples/, pytest (GPU tests skip without a GPU), `kdsl lint examples/`,
+# and the VS Code extension's checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -q -e ".[test]"
 ruff check .
+pyright                                    # examples/ in standard mode ([tool.pyright])
+pyright -p tests/typing/pyright-basic.json # examples/ in basic mode
+mypy                                       # examples/ with dsl.mypy_plugin ([tool.mypy])
 kdsl lint examples/
 python -m pytest -q
 if command -v npm >/dev/null 2>&1; then
