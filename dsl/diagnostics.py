@@ -15,7 +15,8 @@ from __future__ import annotations
 import enum
 import linecache
 from dataclasses import dataclass, field
-from typing import Any
+
+from dsl.records import Record
 
 DOCS_URL = "https://github.com/kdsl/kdsl/blob/main/README.md"
 
@@ -32,7 +33,7 @@ class Severity(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class SourceRange:
+class SourceRange(Record):
     """A span of Python source: 1-based lines, 0-based character columns, end exclusive."""
 
     file: str
@@ -50,31 +51,18 @@ class SourceRange:
         output count them."""
         return self.line, self.column + 1, self.end_line, self.end_column + 1
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "line": self.line,
-            "column": self.column,
-            "end_line": self.end_line,
-            "end_column": self.end_column,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SourceRange:
-        return cls(data["file"], data["line"], data["column"], data["end_line"], data["end_column"])
-
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column + 1}"
 
 
 @dataclass(frozen=True)
-class TextEdit:
+class TextEdit(Record):
     range: SourceRange
     new_text: str
 
 
 @dataclass(frozen=True)
-class Fix:
+class Fix(Record):
     """A quick fix: a titled set of edits that resolves the diagnostic."""
 
     title: str
@@ -82,7 +70,7 @@ class Fix:
 
 
 @dataclass(frozen=True)
-class Related:
+class Related(Record):
     range: SourceRange
     message: str
 
@@ -150,7 +138,7 @@ CATALOGUE: dict[str, Rule] = {
 
 
 @dataclass(frozen=True)
-class Diagnostic:
+class Diagnostic(Record):
     code: str
     severity: Severity
     message: str
@@ -191,41 +179,6 @@ class Diagnostic:
         for rel in self.related:
             text += f"\n  note: {rel.range}: {rel.message}"
         return text
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "severity": self.severity.value,
-            "message": self.message,
-            "range": self.range.to_dict(),
-            "related": [{"range": r.range.to_dict(), "message": r.message} for r in self.related],
-            "fixes": [
-                {
-                    "title": f.title,
-                    "edits": [{"range": e.range.to_dict(), "new_text": e.new_text} for e in f.edits],
-                }
-                for f in self.fixes
-            ],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Diagnostic:
-        return cls(
-            code=data["code"],
-            severity=Severity(data["severity"]),
-            message=data["message"],
-            range=SourceRange.from_dict(data["range"]),
-            related=tuple(
-                Related(SourceRange.from_dict(r["range"]), r["message"]) for r in data.get("related", ())
-            ),
-            fixes=tuple(
-                Fix(
-                    f["title"],
-                    tuple(TextEdit(SourceRange.from_dict(e["range"]), e["new_text"]) for e in f["edits"]),
-                )
-                for f in data.get("fixes", ())
-            ),
-        )
 
 
 class DiagnosticWarning(UserWarning):

@@ -6,16 +6,17 @@ language server and of `kdsl lint` sends a `ModuleReport` back to its parent).
 
 from __future__ import annotations
 
-import base64
 import bisect
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from dsl.diagnostics import Diagnostic, SourceRange
+from dsl.records import Record, from_json_fields, to_json_fields
 
 
 @dataclass
-class Resources:
+class Resources(Record):
     """Per-kernel figures from `ptxas -v` plus launch-independent limits."""
 
     registers: int = 0
@@ -41,16 +42,10 @@ class Resources:
                 text += f" @ {self.block_threads} threads"
         return text
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Resources:
-        return cls(**data)
 
 
 @dataclass
-class SourceMap:
+class SourceMap(Record):
     """Maps lines of one stage's text (0-based) to Python ranges, and back."""
 
     entries: list[tuple[int, SourceRange]] = field(default_factory=list)
@@ -67,16 +62,10 @@ class SourceMap:
         """Stage lines produced by Python `line` of `file` (ranges that span it count)."""
         return [ir for ir, rng in self.entries if rng.file == file and rng.contains_line(line)]
 
-    def to_list(self) -> list[dict[str, Any]]:
-        return [{"ir_line": ir, "range": rng.to_dict()} for ir, rng in self.entries]
-
-    @classmethod
-    def from_list(cls, data: list[dict[str, Any]]) -> SourceMap:
-        return cls([(d["ir_line"], SourceRange.from_dict(d["range"])) for d in data])
 
 
 @dataclass(frozen=True)
-class TensorAccess:
+class TensorAccess(Record):
     """How one kernel touches one tensor parameter (`dsl.compiler.access`), checked against
     each argument before the launch."""
 
@@ -88,7 +77,7 @@ class TensorAccess:
 
 
 @dataclass
-class KernelInfo:
+class KernelInfo(Record):
     """One specialized `gpu.func` inside a compiled function."""
 
     symbol: str  # unique kernel name in the gpu.module and the cubin
@@ -98,30 +87,8 @@ class KernelInfo:
     resources: Resources | None = None
     access: dict[str, TensorAccess] = field(default_factory=dict)  # tensor parameter -> its accesses
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "symbol": self.symbol,
-            "source_name": self.source_name,
-            "block": list(self.block) if self.block else None,
-            "dynamic_smem": self.dynamic_smem,
-            "resources": self.resources.to_dict() if self.resources else None,
-            "access": {name: [a.align, a.written] for name, a in self.access.items()},
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> KernelInfo:
-        return cls(
-            data["symbol"],
-            data["source_name"],
-            tuple(data["block"]) if data["block"] else None,
-            data["dynamic_smem"],
-            Resources.from_dict(data["resources"]) if data["resources"] else None,
-            {name: TensorAccess(int(a[0]), bool(a[1])) for name, a in data.get("access", {}).items()},
-        )
-
-
 @dataclass(frozen=True)
-class LaunchFact:
+class LaunchFact(Record):
     """What the compiler knows of one `.launch(...)` in a jit function, kept in the report so
     the editor reads it instead of re-deriving it from the source: which specialization runs,
     the launcher's grid / block / smem expressions, the static block and the contract."""
@@ -143,23 +110,8 @@ class LaunchFact:
         return cls(record.kernel.symbol, record.kernel.source_name, record.range, record.grid, record.block,
                    record.smem, record.block_static, record.contract)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"symbol": self.symbol, "source_name": self.source_name, "range": self.range.to_dict(),
-                "grid": self.grid, "block": self.block, "smem": self.smem,
-                "block_static": list(self.block_static) if self.block_static else None,
-                "contract": list(self.contract) if self.contract else None}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LaunchFact:
-        def dims(v: Any) -> tuple[int, int, int] | None:
-            return tuple(v) if v else None  # type: ignore[return-value]
-
-        return cls(data["symbol"], data["source_name"], SourceRange.from_dict(data["range"]), data["grid"],
-                   data["block"], data["smem"], dims(data.get("block_static")), dims(data.get("contract")))
-
-
 @dataclass
-class CompiledFunction:
+class CompiledFunction(Record):
     """Every stage of one compiled specialization of a kernel or jit function, as text."""
 
     name: str
@@ -208,32 +160,16 @@ class CompiledFunction:
         return {k.symbol: k.resources for k in self.kernels if k.resources}
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "target": self.target,
-            "stages": self.stages,
-            "source_maps": {k: v.to_list() for k, v in self.source_maps.items()},
-            "kernels": [k.to_dict() for k in self.kernels],
-            "diagnostics": [d.to_dict() for d in self.diagnostics],
-            "cubin": base64.b64encode(self.cubin).decode() if self.cubin else None,
-            "launches": [LaunchFact.of(launch).to_dict() for launch in self.launches],
-        }
+        """In-process, `launches` holds the host tracer's records; what travels is their facts."""
+        data = to_json_fields(dataclasses.replace(self, launches=[]))
+        data["launches"] = [LaunchFact.of(launch).to_dict() for launch in self.launches]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompiledFunction:
-        cubin = data.get("cubin")
-        return cls(
-            name=data["name"],
-            kind=data["kind"],
-            target=data["target"],
-            stages=dict(data["stages"]),
-            source_maps={k: SourceMap.from_list(v) for k, v in data["source_maps"].items()},
-            kernels=[KernelInfo.from_dict(k) for k in data["kernels"]],
-            diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]],
-            cubin=base64.b64decode(cubin) if cubin else None,
-            launches=[LaunchFact.from_dict(d) for d in data.get("launches", [])],
-        )
+        compiled = from_json_fields(cls, {**data, "launches": []})
+        compiled.launches = [LaunchFact.from_dict(d) for d in data.get("launches", [])]
+        return compiled
 
     def launch_at(self, file: str, line: int) -> LaunchFact | None:
         """The launch whose call starts on `line` of `file`."""
@@ -256,7 +192,7 @@ class CompiledFunction:
 
 
 @dataclass
-class FunctionReport:
+class FunctionReport(Record):
     """The outcome of compiling one `@kernel` or `@jit` function found in a module."""
 
     name: str
@@ -265,28 +201,8 @@ class FunctionReport:
     compiled: CompiledFunction | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "range": self.range.to_dict(),
-            "compiled": self.compiled.to_dict() if self.compiled else None,
-            "diagnostics": [d.to_dict() for d in self.diagnostics],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FunctionReport:
-        return cls(
-            name=data["name"],
-            kind=data["kind"],
-            range=SourceRange.from_dict(data["range"]),
-            compiled=CompiledFunction.from_dict(data["compiled"]) if data["compiled"] else None,
-            diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]],
-        )
-
-
 @dataclass
-class ModuleReport:
+class ModuleReport(Record):
     """Everything known about one analysed Python file."""
 
     path: str
@@ -305,18 +221,3 @@ class ModuleReport:
 
     def function(self, name: str) -> FunctionReport | None:
         return next((f for f in self.functions if f.name == name), None)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "functions": [f.to_dict() for f in self.functions],
-            "diagnostics": [d.to_dict() for d in self.diagnostics],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModuleReport:
-        return cls(
-            path=data["path"],
-            functions=[FunctionReport.from_dict(f) for f in data["functions"]],
-            diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]],
-        )
