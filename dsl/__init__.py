@@ -108,6 +108,37 @@ from dsl.language.types import (
 )
 from dsl.targets import TARGETS
 
+
+def _plug_in_the_upper_layers() -> None:
+    """Gives the language layer's entry points (a jit call, `.compile`, `dsl.sm_count()`) the
+    layers above it, imported on first use: `import dsl` stays cheap, and `language` imports
+    nothing above itself."""
+    from dsl.language import decorators, device
+
+    def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> Any:
+        from dsl.runtime.jit_call import call_jit as run
+
+        decorators._call_jit = run  # later calls go straight to the runtime
+        return run(jit_fn, args, kwargs)
+
+    def compile_function(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from dsl.compiler.api import compile as run
+
+        decorators._compile_function = run
+        return run(fn, *args, **kwargs)
+
+    def current_device_attribute(name: str) -> int | None:
+        from dsl.runtime import driver
+
+        return driver.device_attribute(driver.current_context(), name) if driver.available() else None
+
+    decorators._call_jit = call_jit
+    decorators._compile_function = compile_function
+    device._current_device_attribute = current_device_attribute
+
+
+_plug_in_the_upper_layers()
+
 if TYPE_CHECKING:  # imported on first use: the MLIR bindings take a while to load
     from dsl.compiler.api import compile
     from dsl.module_analysis import analyze_source

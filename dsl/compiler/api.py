@@ -169,8 +169,8 @@ def _compile_function(fn: Any, args: tuple, kwargs: dict | None, target: str | N
 
 def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt: Target,
            sink: DiagnosticSink, until: str, options: BuildOptions) -> CompiledFunction | None:
+    from dsl.compiler.launcher_source import launcher_source
     from dsl.frontend.host_tracer import trace_host
-    from dsl.runtime.launcher_source import launcher_source
 
     name = fn.kernel_name if kind == "kernel" else fn.__name__
     fc = FunctionCompiler(tgt, sink, name)

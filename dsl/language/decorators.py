@@ -17,7 +17,11 @@ from typing import Any
 from dsl import environment
 from dsl.diagnostics import ArgumentError, CompileError
 
-_call_jit: Any = None
+# How a jit call runs and how a function compiles belong to the layers above this one; the
+# `dsl` package (above them all) plugs them in when it is imported, so the language layer
+# names no layer above it.
+_call_jit: Any = None  # dsl.runtime.jit_call.call_jit
+_compile_function: Any = None  # dsl.compiler.api.compile
 
 
 # The compile hints a kernel takes besides `known_block_size`, with their defaults. The
@@ -53,7 +57,7 @@ class KernelFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from dsl.diagnostics import CompileError, Diagnostic
-        from dsl.frontend.call_site import caller_range
+        from dsl.language.call_site import caller_range
 
         rng = caller_range(sys._getframe(1))
         raise CompileError([
@@ -134,9 +138,6 @@ class JitFunction(_JitCall):
         self.reference = reference
 
     def _call_slow(self, *args: Any, **kwargs: Any) -> Any:
-        global _call_jit
-        if _call_jit is None:  # bound once: an import statement per call costs microseconds
-            from dsl.runtime.jit_call import call_jit as _call_jit
         try:
             return _call_jit(self, args, kwargs)
         except Exception as err:
@@ -145,9 +146,7 @@ class JitFunction(_JitCall):
             raise err.with_traceback(user_frames(err.__traceback__)) from err.__cause__
 
     def compile(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
-        from dsl.compiler.api import compile
-
-        return compile(self, *args, target=target, **kwargs)
+        return _compile_function(self, *args, target=target, **kwargs)
 
     def __repr__(self) -> str:
         return f"<dsl.jit {self.fn.__qualname__}>"

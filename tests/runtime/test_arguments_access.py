@@ -4,7 +4,7 @@ alignment its kernels' accesses need and whether a kernel writes it (no GPU need
 import dsl
 from dsl import Constexpr, Int32, Tensor, bf16, f16, f32, i32
 from dsl.compiler.artifacts import KernelInfo, TensorAccess
-from dsl.runtime.launcher_source import tensor_access
+from dsl.compiler.launcher_source import tensor_access
 
 
 @dsl.kernel
