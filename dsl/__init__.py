@@ -127,6 +127,12 @@ def _plug_in_the_upper_layers() -> None:
         decorators._compile_function = run
         return run(fn, *args, **kwargs)
 
+    def compile(fn: Any, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
+        """`dsl.compile(fn, *args, target=...)`: see `dsl.compiler.api.compile`."""
+        return decorators.run_for_the_user(decorators._compile_function, fn, *args, target=target, **kwargs)
+
+    globals()["compile"] = compile
+
     def current_device_attribute(name: str) -> int | None:
         from dsl.runtime import driver
 
@@ -145,7 +151,6 @@ if TYPE_CHECKING:  # imported on first use: the MLIR bindings take a while to lo
     from dsl.runtime.run import run_function
 
 _LAZY = {
-    "compile": ("dsl.compiler.api", "compile"),
     "analyze_source": ("dsl.module_analysis", "analyze_source"),
     "run_function": ("dsl.runtime.run", "run_function"),
 }

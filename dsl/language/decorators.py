@@ -95,6 +95,16 @@ def user_frames(tb: Any) -> Any:
     return out
 
 
+def run_for_the_user(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Calls `fn`; an error kdsl raises about the user's program leaves with the user's frames."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as err:
+        if not _user_facing(err) or environment.switch("KDSL_FULL_TRACEBACK"):
+            raise
+        raise err.with_traceback(user_frames(err.__traceback__)) from err.__cause__
+
+
 class _PythonJitCall:
     """The pure-Python twin of `_jitcall.c` (used where that optional module is not built)."""
 
@@ -138,15 +148,10 @@ class JitFunction(_JitCall):
         self.reference = reference
 
     def _call_slow(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return _call_jit(self, args, kwargs)
-        except Exception as err:
-            if not _user_facing(err) or environment.switch("KDSL_FULL_TRACEBACK"):
-                raise
-            raise err.with_traceback(user_frames(err.__traceback__)) from err.__cause__
+        return run_for_the_user(_call_jit, self, args, kwargs)
 
     def compile(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
-        return _compile_function(self, *args, target=target, **kwargs)
+        return run_for_the_user(_compile_function, self, *args, target=target, **kwargs)
 
     def __repr__(self) -> str:
         return f"<dsl.jit {self.fn.__qualname__}>"
