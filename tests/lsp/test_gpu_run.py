@@ -66,10 +66,10 @@ async def check_a_hang_costs_the_time_limit(client, tmp_path: Path) -> None:
         started = time.monotonic()
         result = await run(client, uri, "run_saxpy")
         elapsed = time.monotonic() - started
-        assert result == {
+        assert result in ({  # stopped inside the busy loop, on either of its lines
             "ok": False, "error": "timeout",
-            "message": f"run_saxpy: run failed: timed out after {LIMIT_S} s (at line 6)",
-        }  # fmt: skip
+            "message": f"run_saxpy: run failed: timed out after {LIMIT_S} s (at line {line})",
+        } for line in (6, 7))  # fmt: skip
         assert elapsed < LIMIT_S + 8, elapsed  # the child holding the pipe is not waited for
         assert await await_gone(pids_in(pid_file)) == []
     finally:
