@@ -126,4 +126,4 @@ class HostRunTimeFacts:
                     "function_type": ir.TypeAttr.get(ir.FunctionType.get([], [i32.mlir_type()]))}, regions=1)
         value = ops.create("func.call", results=[i32.mlir_type()],
                            attributes={"callee": ir.FlatSymbolRefAttr.get(symbol)}).result
-        return HostScalar(value, i32, f"rt.device_attribute({name!r})")
+        return HostScalar(value, i32, f"rt.device_attribute({name!r})", True)

@@ -32,7 +32,15 @@ from dsl.diagnostics import Diagnostic, DiagnosticError, SourceRange
 from dsl.frontend import arith as A
 from dsl.frontend import ops
 from dsl.frontend.host_checks import CheckRecord, HostRunTimeFacts
-from dsl.frontend.host_values import HostScalar, HostTensor, host_binary, py_expr, truth_expr, tuple_expr
+from dsl.frontend.host_values import (
+    HostScalar,
+    HostTensor,
+    host_binary,
+    nonneg,
+    py_expr,
+    truth_expr,
+    tuple_expr,
+)
 from dsl.frontend.kernel_tracer import TracedKernel
 from dsl.frontend.launch_syntax import launch_syntax
 from dsl.frontend.params import ParamSpec, flatten_params, tensor_layout
@@ -139,7 +147,9 @@ class HostTracer(HostRunTimeFacts, Tracer):
             if isinstance(a, int) and isinstance(b, int):
                 return -(-a // b)
             out = A.binary("FloorDiv", A.binary("Sub", A.binary("Add", a, b), 1), b)
-            return HostScalar(out.value, out.dtype, f"(-(-{py_expr(a)} // {py_expr(b)}))")
+            if nonneg(a) and nonneg(b):
+                return HostScalar(out.value, out.dtype, f"(-(-{py_expr(a)} // {py_expr(b)}))", True)
+            return HostScalar(out.value, out.dtype, f"rt.cdiv({py_expr(a)}, {py_expr(b)})")
         if fn in (min, max, I.minimum, I.maximum) and any(isinstance(a, Scalar) for a in args):
             kind = "min" if fn in (min, I.minimum) else "max"
             acc = args[0]
@@ -383,7 +393,8 @@ def trace_host(src: FunctionSource, fn: Any, params: list[ParamSpec], compiler: 
             parts: dict[str, list[Any]] = {"ptr": [], "shape": [], "stride": []}
             for flat in tensor_layout(p.rank):
                 arg = next(args)
-                parts[flat.role].append(arg if flat.role == "ptr" else HostScalar(arg, i32, flat.expr(p.name)))
+                parts[flat.role].append(arg if flat.role == "ptr" else
+                                        HostScalar(arg, i32, flat.expr(p.name), flat.role == "shape"))
             env[p.name] = HostTensor(p.name, p.dtype, p.rank, parts["ptr"][0], parts["shape"], parts["stride"])
         elif p.kind == "scalar":
             env[p.name] = HostScalar(next(args), p.dtype, p.name)

@@ -22,6 +22,17 @@ class HostScalar(Scalar):
     """A run-time host scalar: MLIR value + the launcher's Python expression for it."""
 
     expr: str = ""
+    nonneg: bool = False  # known >= 0 (shapes, device attributes): Python's // and % then agree with C's
+
+
+def nonneg(v: Any) -> bool:
+    """Whether a host value is known never to be negative."""
+    if isinstance(v, HostScalar):
+        return v.nonneg or (v.dtype.is_int and not v.dtype.is_signed)
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+_KEEPS_NONNEG = ("Add", "Mult", "FloorDiv", "Mod")
 
 
 @dataclass
@@ -45,9 +56,15 @@ PY_COMPARE = {
 def host_binary(op: str, a: Any, b: Any) -> Any:
     """`a <op> b` on host values: folded when both are Python values, else MLIR + expression."""
     result = A.binary(op, a, b)
-    if isinstance(result, Scalar):
-        return HostScalar(result.value, result.dtype, f"({py_expr(a)} {PY_SYMBOL[op]} {py_expr(b)})")
-    return result
+    if not isinstance(result, Scalar):
+        return result
+    both = nonneg(a) and nonneg(b)
+    if op in ("FloorDiv", "Mod") and result.dtype.is_int and not both:
+        # the DSL's integer // and % truncate toward zero (the IR's divsi / remsi); Python's floor
+        helper = "trunc_div" if op == "FloorDiv" else "trunc_mod"
+        return HostScalar(result.value, result.dtype, f"rt.{helper}({py_expr(a)}, {py_expr(b)})")
+    expr = f"({py_expr(a)} {PY_SYMBOL[op]} {py_expr(b)})"
+    return HostScalar(result.value, result.dtype, expr, both and op in _KEEPS_NONNEG)
 
 
 def truth_expr(v: Any) -> str:

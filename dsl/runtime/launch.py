@@ -375,6 +375,25 @@ class Runtime:
         return value
 
     @staticmethod
+    def trunc_div(a: int, b: int) -> int:
+        """Integer `//` of the DSL (truncating, like the IR's divsi) where an operand may be
+        negative; launchers use Python's `//` where both are known non-negative."""
+        if b == 0:
+            raise ArgumentError("integer division by zero in the jit function's launch arithmetic")
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+
+    @staticmethod
+    def trunc_mod(a: int, b: int) -> int:
+        """Integer `%` of the DSL: the remainder of `trunc_div`, with the sign of `a`."""
+        return a - b * Runtime.trunc_div(a, b)
+
+    @staticmethod
+    def cdiv(a: int, b: int) -> int:
+        """`dsl.cdiv` as the IR computes it, `(a + b - 1) // b` with the DSL's `//`."""
+        return Runtime.trunc_div(a + b - 1, b)
+
+    @staticmethod
     def argument_error(message: Any) -> ArgumentError:
         """What a failing run-time `assert` of the jit function raises: the user's message."""
         return ArgumentError(str(message))
