@@ -69,3 +69,51 @@ def _mark(func: Any, attr: Any, names: frozenset[str]) -> None:
         return ir.WalkResult.ADVANCE
 
     func.walk(visit)
+
+
+def correctly_rounded_sqrt(module: Any, flags_by_symbol: dict[str, str]) -> None:
+    """`dsl.sqrt` on f32 (and f32 vectors) is IEEE `sqrt.rn`, as with nvcc's default and
+    Python's math.sqrt: the `math.sqrt` op would become libdevice's `__nv_sqrtf`, which
+    without the precise-sqrt reflection flag is `sqrt.approx`. Kernels with `fastmath=True`
+    keep the approximation."""
+    from dsl.frontend import ops
+
+    for top in module.body.operations:
+        if top.operation.name != "gpu.module":
+            continue
+        for func in top.operation.regions[0].blocks[0].operations:
+            func = func.operation
+            if func.name != "gpu.func":
+                continue
+            if "afn" in flags_by_symbol.get(ir.StringAttr(func.attributes["sym_name"]).value, ""):
+                continue
+            found: list[Any] = []
+
+            def visit(op: Any, found: list[Any] = found) -> Any:
+                if op.name == "math.sqrt" and str(op.results[0].type) in ("f32", *_F32_VECTORS):
+                    found.append(op)
+                return ir.WalkResult.ADVANCE
+
+            func.walk(visit)
+            for op in found:
+                with ir.InsertionPoint(op), op.location:
+                    x = op.operands[0]
+                    if str(x.type) == "f32":
+                        precise = _sqrt_rn(x)
+                    else:
+                        lanes = ir.VectorType(x.type).shape[0]
+                        precise = ops.vector_from_elements(
+                            x.type, [_sqrt_rn(ops.vector_extract(x, k)) for k in range(lanes)])
+                op.results[0].replace_all_uses_with(precise)
+                op.erase()
+
+
+_F32_VECTORS = tuple(f"vector<{n}xf32>" for n in (2, 4, 8, 16))
+
+
+def _sqrt_rn(x: Any) -> Any:
+    return ir.Operation.create(
+        "llvm.call_intrinsic", results=[x.type], operands=[x],
+        attributes={"intrin": ir.StringAttr.get("llvm.nvvm.sqrt.rn.f"),
+                    "op_bundle_sizes": ir.DenseI32ArrayAttr.get([]),
+                    "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0])}).results[0]

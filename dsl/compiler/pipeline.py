@@ -21,7 +21,7 @@ from mlir.passmanager import PassManager
 from dsl.compiler import source_maps, toolchain
 from dsl.compiler.artifacts import Resources, SourceMap
 from dsl.compiler.build_options import BuildOptions
-from dsl.compiler.float_flags import apply_float_flags
+from dsl.compiler.float_flags import apply_float_flags, correctly_rounded_sqrt
 from dsl.compiler.stages import STAGES
 from dsl.diagnostics import Diagnostic, SourceRange
 
@@ -106,6 +106,7 @@ def _module_copy(build: Build, module: Any) -> Any:
 def stage_lowered(build: Build) -> None:
     lowered = _module_copy(build, build.module)
     apply_float_flags(lowered, build.float_flags)  # FMA contraction and fast-math: per kernel
+    correctly_rounded_sqrt(lowered, build.float_flags)
     try:
         lowering = LOWERING.format(chip=build.target.name, ptx=build.target.ptx_version)
         PassManager.parse(lowering, build.context).run(lowered.operation)

@@ -125,3 +125,25 @@ def _src(kfn):
     from dsl.frontend.source import function_source
 
     return function_source(kfn.fn)
+
+
+def test_sqrt_is_correctly_rounded_unless_fastmath(analyse):
+    """`dsl.sqrt` on f32 scalars and vectors is IEEE sqrt.rn by default (libdevice alone gives
+    sqrt.approx); `fastmath=True` keeps the approximation."""
+    a = analyse("""
+import dsl
+from dsl import Tensor, f32
+
+@dsl.kernel
+def exact(x: Tensor[f32]):
+    i = dsl.thread_idx.x * 4
+    x.vstore(i, dsl.sqrt(x.vload(i, 4)))
+    x[0] = dsl.sqrt(x[1])
+
+@dsl.kernel(fastmath=True)
+def fast(x: Tensor[f32]):
+    x[0] = dsl.sqrt(x[1])
+""")
+    exact, fast = a.stage("exact", "ptx"), a.stage("fast", "ptx")
+    assert exact.count("sqrt.rn.f32") == 5 and "sqrt.approx" not in exact
+    assert fast.count("sqrt.approx.f32") == 1 and "sqrt.rn" not in fast

@@ -230,3 +230,30 @@ def test_persistent_grid_from_the_sm_count(torch, tmp_path):
         torch.cuda.synchronize()
         assert int(g[0]) == grid
         assert bool((x == 1.0).all())
+
+
+SQRT = """
+import dsl
+from dsl import Tensor, f32
+
+@dsl.kernel
+def root(x: Tensor[f32], y: Tensor[f32], n: dsl.Int32):
+    i = dsl.block_idx.x * dsl.block_dim.x + dsl.thread_idx.x
+    if i < n:
+        y[i] = dsl.sqrt(x[i])
+
+@dsl.jit
+def run(x: Tensor[f32], y: Tensor[f32]):
+    n = x.shape[0]
+    root(x, y, n).launch(grid=dsl.cdiv(n, 256), block=256)
+"""
+
+
+def test_sqrt_is_correctly_rounded_as_torch(torch, tmp_path):
+    """IEEE sqrt.rn: every result bit-identical to torch.sqrt (sqrt.approx differs in some)."""
+    mod = module_from(tmp_path, "sqrt_mod", SQRT)
+    x = torch.rand(1 << 20, device="cuda") * 1000
+    y = torch.empty_like(x)
+    mod.run(x, y)
+    torch.cuda.synchronize()
+    assert torch.equal(y, torch.sqrt(x))
