@@ -47,19 +47,23 @@ def apply_float_flags(module: Any, flags_by_symbol: dict[str, str]) -> None:
     if not wanted:
         return
     attrs: dict[str, Any] = {}
+    for symbol, func in _kernels(module):
+        flags = wanted.get(symbol)
+        if flags is None:
+            continue
+        if flags not in attrs:
+            attrs[flags] = ir.Attribute.parse(f"#arith.fastmath<{flags}>")
+        _mark(func, attrs[flags], CONTRACTABLE if "reassoc" not in flags else FAST_MATH_OPS)
+
+
+def _kernels(module: Any) -> Any:
+    """(symbol, op) of every `gpu.func` in the module's `gpu.module`s."""
     for top in module.body.operations:
         if top.operation.name != "gpu.module":
             continue
         for op in top.operation.regions[0].blocks[0].operations:
-            op = op.operation
-            if op.name != "gpu.func":
-                continue
-            flags = wanted.get(ir.StringAttr(op.attributes["sym_name"]).value)
-            if flags is None:
-                continue
-            if flags not in attrs:
-                attrs[flags] = ir.Attribute.parse(f"#arith.fastmath<{flags}>")
-            _mark(op, attrs[flags], CONTRACTABLE if "reassoc" not in flags else FAST_MATH_OPS)
+            if op.operation.name == "gpu.func":
+                yield ir.StringAttr(op.operation.attributes["sym_name"]).value, op.operation
 
 
 def _mark(func: Any, attr: Any, names: frozenset[str]) -> None:
@@ -78,34 +82,28 @@ def correctly_rounded_sqrt(module: Any, flags_by_symbol: dict[str, str]) -> None
     keep the approximation."""
     from dsl.frontend import ops
 
-    for top in module.body.operations:
-        if top.operation.name != "gpu.module":
+    for symbol, func in _kernels(module):
+        if "afn" in flags_by_symbol.get(symbol, ""):
             continue
-        for func in top.operation.regions[0].blocks[0].operations:
-            func = func.operation
-            if func.name != "gpu.func":
-                continue
-            if "afn" in flags_by_symbol.get(ir.StringAttr(func.attributes["sym_name"]).value, ""):
-                continue
-            found: list[Any] = []
+        found: list[Any] = []
 
-            def visit(op: Any, found: list[Any] = found) -> Any:
-                if op.name == "math.sqrt" and str(op.results[0].type) in ("f32", *_F32_VECTORS):
-                    found.append(op)
-                return ir.WalkResult.ADVANCE
+        def visit(op: Any, found: list[Any] = found) -> Any:
+            if op.name == "math.sqrt" and str(op.results[0].type) in ("f32", *_F32_VECTORS):
+                found.append(op)
+            return ir.WalkResult.ADVANCE
 
-            func.walk(visit)
-            for op in found:
-                with ir.InsertionPoint(op), op.location:
-                    x = op.operands[0]
-                    if str(x.type) == "f32":
-                        precise = _sqrt_rn(x)
-                    else:
-                        lanes = ir.VectorType(x.type).shape[0]
-                        precise = ops.vector_from_elements(
-                            x.type, [_sqrt_rn(ops.vector_extract(x, k)) for k in range(lanes)])
-                op.results[0].replace_all_uses_with(precise)
-                op.erase()
+        func.walk(visit)
+        for op in found:
+            with ir.InsertionPoint(op), op.location:
+                x = op.operands[0]
+                if str(x.type) == "f32":
+                    precise = _sqrt_rn(x)
+                else:
+                    lanes = ir.VectorType(x.type).shape[0]
+                    precise = ops.vector_from_elements(
+                        x.type, [_sqrt_rn(ops.vector_extract(x, k)) for k in range(lanes)])
+            op.results[0].replace_all_uses_with(precise)
+            op.erase()
 
 
 _F32_VECTORS = tuple(f"vector<{n}xf32>" for n in (2, 4, 8, 16))
