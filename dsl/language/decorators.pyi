@@ -3,8 +3,11 @@
 A kernel keeps its parameters (a `ParamSpec`), so a launch with a wrong argument count or
 type is reported where it is written: `saxpy(x, y, a, n)` gives a `KernelLaunch`, whose
 `launch` takes the launch configuration. A jit function is called from plain Python with
-arrays of any library (torch, CuPy, NumPy, DLPack) and Python numbers, which no annotation
-of its parameters could accept, so its call takes any arguments (and `stream=`).
+arrays of any library (torch, CuPy, NumPy, DLPack) and Python numbers, which its
+annotations do not describe (`Tensor[f32]` is no torch tensor), and a `ParamSpec` keeps the
+parameters' types with their count. So its call takes any arguments here; `dsl.mypy_plugin`
+gives mypy the function's own parameters, each DSL-typed one taking any value, and
+`stream=`: a wrong count or keyword is an error there. pyright has no such hook.
 """
 
 from collections.abc import Callable, Sequence
@@ -33,9 +36,11 @@ class KernelFunction(Generic[_P]):
     fn: Callable[_P, object]
     kernel_name: str
     known_block_size: Any
-    hints: dict[str, Any]
+    target: str | None
     def __init__(self, fn: Callable[_P, object], name: str | None = None, known_block_size: Any = None,
-                 **hints: Any) -> None: ...
+                 target: str | None = None, **hints: Any) -> None: ...
+    @property
+    def hints(self) -> dict[str, Any]: ...
     def options_key(self) -> tuple[Any, ...]: ...
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> KernelLaunch: ...
 
@@ -46,6 +51,7 @@ class JitFunction(Generic[_P, _R]):
     fn: Callable[_P, _R]
     examples: list[Any] | None
     reference: Any
+    tuning: Any
     def __init__(self, fn: Callable[_P, _R], examples: list[Any] | None = None, reference: Any = None) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def compile(self, *args: Any, target: str | None = None, **kwargs: Any) -> CompiledFunction: ...
@@ -55,9 +61,18 @@ def kernel(fn: Callable[_P, object], /) -> KernelFunction[_P]: ...
 @overload
 def kernel(fn: None = None, *, name: str | None = None, known_block_size: Sequence[int] | None = None,
            maxnreg: int | None = None, minnctapersm: int | None = None, fastmath: bool = False,
-           contract: bool = True) -> Callable[[Callable[_P, object]], KernelFunction[_P]]: ...
+           contract: bool = True, target: str | None = None,
+           ) -> Callable[[Callable[_P, object]], KernelFunction[_P]]: ...
 @overload
 def jit(fn: Callable[_P, _R], /) -> JitFunction[_P, _R]: ...
 @overload
 def jit(fn: None = None, *, examples: list[Any] | None = None,
         reference: Any = None) -> Callable[[Callable[_P, _R]], JitFunction[_P, _R]]: ...
+
+# --- autotuning (dsl.language.autotune; appended as its own block) ---------------------------
+
+class _HintOverrides:
+    def __enter__(self) -> None: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+def hint_overrides(hints: dict[str, Any]) -> _HintOverrides: ...

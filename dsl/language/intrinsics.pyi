@@ -3,6 +3,12 @@
 The value types are those of `types.pyi`. The documentation stays in `intrinsics.py`
 (editors read it from there). Values are typed where the result follows from the
 arguments; a `Tensor` whose element type the checker cannot know (pyright) gives `Any`.
+
+A new intrinsic: its run-time signature here, with no docstring, `...` as its body, and
+the types of the values it takes and gives (`Vector[f32]`, `_Memory[_E]`, `_Index`, a
+TypeVar for "the same type as the argument"); an overload where the result depends on
+the argument's kind (a scalar or a vector: see `cast`). tests/typing checks that every
+public name of the module has an entry here and that the stubs themselves type-check.
 """
 
 from typing import Any, Literal, TypeAlias, TypeVar, overload
@@ -14,9 +20,21 @@ from dsl.language.types import (
     _Index,
     _Integer,
     _Value,
+    bf16,
     boolean,
+    f8e4m3,
+    f8e5m2,
+    f16,
+    f32,
+    f64,
+    i8,
+    i16,
     i32,
+    i64,
+    u8,
+    u16,
     u32,
+    u64,
 )
 
 _T = TypeVar("_T")
@@ -25,8 +43,17 @@ _E = TypeVar("_E")
 _I = TypeVar("_I", bound=_Integer)
 # A float operand: a DSL float value (a `float` subclass), a Python float, or a vector.
 _F = TypeVar("_F", bound=float | Vector[Any])
+# A lane of `vector(...)`: a DSL value, or a Python float standing for one (a list of lanes
+# may hold a literal: `x[k] if ... else -inf`).
+_V = TypeVar("_V", bound=_Value | float)
 # An operand of min / max / abs: any number or vector.
 _N = TypeVar("_N", bound=_Value | float | Vector[Any])
+
+# Scalar types of each width, for `bitcast`: same-width scalars reinterpret one another.
+_S8 = TypeVar("_S8", i8, u8, f8e4m3, f8e5m2)
+_S16 = TypeVar("_S16", i16, u16, f16, bf16)
+_S32 = TypeVar("_S32", i32, u32, f32)
+_S64 = TypeVar("_S64", i64, u64, f64)
 
 _Lane: TypeAlias = _Integer | int
 _Order: TypeAlias = Literal["relaxed", "acquire", "release", "acq_rel"]
@@ -115,8 +142,19 @@ def printf(fmt: str, *args: _Value | float) -> None: ...
 def cast(value: Vector[Any], dtype: type[_S]) -> Vector[_S]: ...
 @overload
 def cast(value: _Value | float, dtype: type[_S]) -> _S: ...
-def bitcast(value: _Value | float, dtype: type[_S]) -> _S | Vector[_S]: ...
-def vector(*values: _S) -> Vector[_S]: ...
+@overload
+def bitcast(value: i8 | u8 | f8e4m3 | f8e5m2, dtype: type[_S8]) -> _S8: ...  # type: ignore[overload-overlap]  # pyright: ignore[reportOverlappingOverload]
+@overload
+def bitcast(value: i16 | u16 | f16 | bf16, dtype: type[_S16]) -> _S16: ...  # type: ignore[overload-overlap]  # pyright: ignore[reportOverlappingOverload]
+@overload
+def bitcast(value: i32 | u32 | f32, dtype: type[_S32]) -> _S32: ...  # type: ignore[overload-overlap]  # pyright: ignore[reportOverlappingOverload]
+@overload
+def bitcast(value: i64 | u64 | f64, dtype: type[_S64]) -> _S64: ...  # type: ignore[overload-overlap]  # pyright: ignore[reportOverlappingOverload]
+@overload
+def bitcast(value: Vector[Any], dtype: type[_S]) -> Any: ...  # a scalar or a vector, as the widths say
+@overload
+def bitcast(value: _Value | float, dtype: type[_S]) -> Vector[_S]: ...  # a wider scalar: a vector of dtype
+def vector(*values: _V) -> Vector[_V]: ...
 @overload
 def cdiv(a: int, b: int) -> int: ...
 @overload
@@ -135,4 +173,5 @@ class SharedAllocator:
     """Allocates shared-memory arrays for one kernel, statically or from dynamic smem."""
 
     def __init__(self, dynamic: bool = False) -> None: ...
-    def array(self, dtype: type[_S], shape: _Extent | tuple[_Extent, ...], align: int = 16) -> SharedArray[_S]: ...
+    def array(self, dtype: type[_S], shape: _Extent | tuple[_Extent, ...], align: int = 16,
+              swizzle: int = 0) -> SharedArray[_S]: ...
