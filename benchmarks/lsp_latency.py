@@ -1,20 +1,27 @@
-"""Language server latency, measured as an editor sees it (not run in CI).
+"""Language server latency at the size of real files, measured as an editor sees it (not run in CI).
 
-Starts `python -m lsp` over stdio with pygls's client and reports:
-- cold start: process start -> first diagnostics (instant tier) and -> first compiler results;
-- edit -> diagnostics: a 10-kernel file, one kernel edited per round; the time from
-  `didChange` to the compiler tier's publication for that version, minus the debounce
-  (reported separately);
-- hover on a kernel name (resources + lowered MLIR), warm;
-- the server's resident memory after 200 edits (VmRSS from /proc).
+For each file size (`--kernels 10 50 100`: a file of that many kernels) it starts a fresh
+`python -m lsp` over stdio with pygls's client, with an empty kernel cache of its own
+(`KDSL_CACHE_DIR` in a temporary folder), and reports:
+- open -> first diagnostics (instant tier) and -> first compiler diagnostics, counted from
+  `didOpen` (sent right after `initialized`, as an editor does; the worker's start-up is in
+  it) and from the server process's start;
+- edit -> diagnostics: one kernel (`k3`) edited per round; the time from `didChange` to the
+  compiler tier's publication for that version, minus the debounce (reported separately);
+- hover on a kernel name (resources + lowered MLIR), the first one right after an edit;
+- whether any publication carried DSL002 (the worker failed: it never should here);
+- the server's resident memory after `--rss-edits` more edits (VmRSS from /proc);
+- reopen: the document is closed (the server keeps its report), a second server is started
+  with the same cache and opens the same text: didOpen -> first compiler diagnostics.
 
-    python benchmarks/lsp_latency.py [--rounds 30] [--debounce-ms 300]
+    python benchmarks/lsp_latency.py [--kernels 10 50 100] [--rounds 30] [--debounce-ms 300]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -32,11 +39,12 @@ def k{i}(x: Tensor[f32, 1], y: Tensor[f32, 1], n: Int32):
     if i < n:
         y[i] = x[i] * {scale:.1f} + y[i]
 """
+EDITED = 3  # the kernel each round edits
 
 
-def source(scale: float) -> str:
+def source(kernels: int, scale: float) -> str:
     head = "import dsl\nfrom dsl import Int32, Tensor, f32\n"
-    return head + "".join(KERNEL.format(i=i, scale=scale if i == 3 else 2.0) for i in range(10))
+    return head + "".join(KERNEL.format(i=i, scale=scale if i == EDITED else 2.0) for i in range(kernels))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -45,17 +53,19 @@ def percentile(values: list[float], q: float) -> float:
 
 
 class Recorder:
-    """Publications per (uri, version), with their arrival times."""
+    """Publications per (uri, version), with their arrival times, and whether any had DSL002."""
 
     def __init__(self) -> None:
         self.arrivals: dict[tuple[str, int | None], list[float]] = {}
         self.event = asyncio.Event()
+        self.worker_failures = 0
 
     def record(self, params: types.PublishDiagnosticsParams) -> None:
         self.arrivals.setdefault((params.uri, params.version), []).append(time.perf_counter())
+        self.worker_failures += sum(d.code == "DSL002" for d in params.diagnostics)
         self.event.set()
 
-    async def wait(self, uri: str, version: int, count: int, timeout: float = 60.0) -> float:
+    async def wait(self, uri: str, version: int, count: int, timeout: float = 120.0) -> float:
         """Arrival time of the `count`-th publication for `version` (1: instant tier, 2: compiler)."""
         deadline = time.perf_counter() + timeout
         while len(self.arrivals.get((uri, version), [])) < count:
@@ -74,90 +84,129 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def main(rounds: int, debounce_ms: int) -> None:
+def change(uri: str, version: int, text: str) -> types.DidChangeTextDocumentParams:
+    return types.DidChangeTextDocumentParams(
+        types.VersionedTextDocumentIdentifier(version=version, uri=uri),
+        [types.TextDocumentContentChangeWholeDocument(text)],
+    )
+
+
+async def measure(kernels: int, rounds: int, debounce_ms: int, rss_edits: int) -> dict[str, str]:
     folder = Path(tempfile.mkdtemp(prefix="kdsl-bench-"))
-    path = folder / "ten_kernels.py"
-    path.write_text(source(1.0))
+    path = folder / f"kernels_{kernels}.py"
+    path.write_text(source(kernels, 1.0))
     uri = uris.from_fs_path(str(path))
+    assert uri is not None
     recorder = Recorder()
+    os.environ["KDSL_CACHE_DIR"] = str(folder / "cache")  # an empty cache, for the servers
+    t0 = time.perf_counter()
+    client = await start_server(recorder, debounce_ms)
+    opened = time.perf_counter()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, source(kernels, 1.0)))
+    )
+    first = await recorder.wait(uri, 1, 1)
+    compiled = await recorder.wait(uri, 1, 2)
+
+    edited_def = f"def k{EDITED}(x: Tensor[f32, 1], y: Tensor[f32, 1], n: Int32):"
+    name_line = source(kernels, 1.0).splitlines().index(edited_def)
+    hover_params = types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(name_line, 5))
+    latencies, hovers = [], []
+    for version in range(2, rounds + 2):
+        sent = time.perf_counter()
+        client.text_document_did_change(change(uri, version, source(kernels, 1.0 + version)))
+        latencies.append(await recorder.wait(uri, version, 2) - sent - debounce_ms / 1000)
+        start = time.perf_counter()  # the first hover after an edit parses the new text
+        await client.text_document_hover_async(hover_params)
+        hovers.append(time.perf_counter() - start)
+    for _ in range(max(rounds, 50)):
+        start = time.perf_counter()
+        await client.text_document_hover_async(hover_params)
+        hovers.append(time.perf_counter() - start)
+
+    version = rounds + 1
+    for _ in range(rss_edits):
+        version += 1
+        client.text_document_did_change(change(uri, version, source(kernels, float(version))))
+    await recorder.wait(uri, version, 2)
+    rss = rss_mb(client._server.pid)  # type: ignore[union-attr]  # the server process pygls started
+
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    kept = folder / "cache" / "editor"
+    while not any(kept.rglob("*.bin")):  # the report is written in the background
+        await asyncio.sleep(0.05)
+    await stop_server(client)
+    reopened = await reopen(uri, source(kernels, float(version)), debounce_ms)
+
+    ms = 1000.0
+    return {
+        "open -> first diagnostics (instant tier)": f"{(first - opened) * ms:.0f} ms",
+        "open -> first compiler diagnostics": f"{(compiled - opened) * ms:.0f} ms",
+        "process start -> first compiler diagnostics": f"{(compiled - t0) * ms:.0f} ms",
+        "edit -> diagnostics after debounce, p50": f"{statistics.median(latencies) * ms:.0f} ms",
+        "edit -> diagnostics after debounce, p95": f"{percentile(latencies, 0.95) * ms:.0f} ms",
+        "edit -> diagnostics after debounce, max": f"{max(latencies) * ms:.0f} ms",
+        "hover with lowered MLIR, p50": f"{statistics.median(hovers) * ms:.1f} ms",
+        "hover with lowered MLIR, p95": f"{percentile(hovers, 0.95) * ms:.1f} ms",
+        "hover right after an edit, max": f"{max(hovers[:rounds]) * ms:.1f} ms",
+        "DSL002 (worker failed) publications": str(recorder.worker_failures),
+        "reopen (kept report) -> first compiler diagnostics": f"{reopened * ms:.0f} ms",
+        f"server RSS after {rss_edits} more edits": f"{rss:.0f} MiB",
+    }
+
+
+async def start_server(recorder: Recorder, debounce_ms: int) -> LanguageClient:
     client = LanguageClient("kdsl-bench", "1")
 
     @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def publish_diagnostics(params: types.PublishDiagnosticsParams) -> None:
         recorder.record(params)
 
-    t0 = time.perf_counter()
     await client.start_io(sys.executable, "-m", "lsp")
     await client.initialize_async(
         types.InitializeParams(
-            capabilities=types.ClientCapabilities(),
-            initialization_options={"debounceMs": debounce_ms},
+            capabilities=types.ClientCapabilities(), initialization_options={"debounceMs": debounce_ms}
         )
     )
     client.initialized(types.InitializedParams())
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, source(1.0)))
-    )
-    first = await recorder.wait(uri, 1, 1) - t0
-    compiled = await recorder.wait(uri, 1, 2) - t0
+    return client
 
-    latencies = []
-    for version in range(2, rounds + 2):
-        sent = time.perf_counter()
-        client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                types.VersionedTextDocumentIdentifier(version=version, uri=uri),
-                [types.TextDocumentContentChangeWholeDocument(source(1.0 + version))],
-            )
-        )
-        latencies.append(await recorder.wait(uri, version, 2) - sent - debounce_ms / 1000)
 
-    hovers = []
-    name_line = source(1.0).splitlines().index("def k3(x: Tensor[f32, 1], y: Tensor[f32, 1], n: Int32):")
-    for _ in range(max(rounds, 50)):
-        start = time.perf_counter()
-        await client.text_document_hover_async(
-            types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(name_line, 5))
-        )
-        hovers.append(time.perf_counter() - start)
-
-    version = rounds + 1
-    for _ in range(200):
-        version += 1
-        client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                types.VersionedTextDocumentIdentifier(version=version, uri=uri),
-                [types.TextDocumentContentChangeWholeDocument(source(float(version)))],
-            )
-        )
-    await recorder.wait(uri, version, 2)
-    pid = client._server.pid  # the server process pygls started
-    rss = rss_mb(pid)
-
+async def stop_server(client: LanguageClient) -> None:
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
 
-    ms = 1000.0
-    rows = [
-        ("cold start -> first diagnostics (instant tier)", f"{first * ms:.0f} ms"),
-        ("cold start -> first compiler diagnostics", f"{compiled * ms:.0f} ms"),
-        ("debounce (setting, added to every edit)", f"{debounce_ms} ms"),
-        ("edit -> diagnostics after debounce, p50", f"{statistics.median(latencies) * ms:.0f} ms"),
-        ("edit -> diagnostics after debounce, p95", f"{percentile(latencies, 0.95) * ms:.0f} ms"),
-        ("hover with lowered MLIR, p50", f"{statistics.median(hovers) * ms:.1f} ms"),
-        ("hover with lowered MLIR, p95", f"{percentile(hovers, 0.95) * ms:.1f} ms"),
-        ("server RSS after 200 edits", f"{rss:.0f} MiB"),
-    ]
-    width = max(len(r[0]) for r in rows)
-    print(f"{'measure':<{width}}  value\n{'-' * width}  -----")
-    for label, value in rows:
-        print(f"{label:<{width}}  {value}")
+
+async def reopen(uri: str, text: str, debounce_ms: int) -> float:
+    """didOpen -> first compiler diagnostics in a fresh server that finds the kept report."""
+    recorder = Recorder()
+    client = await start_server(recorder, debounce_ms)
+    opened = time.perf_counter()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text)))
+    compiled = await recorder.wait(uri, 1, 2)
+    await recorder.wait(uri, 1, 3)  # the worker's own analysis, before shutting down
+    await stop_server(client)
+    return compiled - opened
+
+
+async def main(sizes: list[int], rounds: int, debounce_ms: int, rss_edits: int) -> None:
+    columns = [await measure(n, rounds, debounce_ms, rss_edits) for n in sizes]
+    labels = list(columns[0])
+    width = max(len(label) for label in labels)
+    heads = [f"{n} kernels" for n in sizes]
+    print(f"debounce: {debounce_ms} ms (setting, added to every edit); {rounds} edits")
+    print(f"{'measure':<{width}}  " + "  ".join(f"{h:>10}" for h in heads))
+    print(f"{'-' * width}  " + "  ".join("-" * 10 for _ in heads))
+    for label in labels:
+        print(f"{label:<{width}}  " + "  ".join(f"{c[label]:>10}" for c in columns))
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=30, help="edits and hovers to time")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--kernels", type=int, nargs="+", default=[10, 50, 100], help="file sizes to measure")
+    parser.add_argument("--rounds", type=int, default=30, help="edits to time")
     parser.add_argument("--debounce-ms", type=int, default=300)
+    parser.add_argument("--rss-edits", type=int, default=200, help="edits before reading the server's memory")
     args = parser.parse_args()
-    asyncio.run(main(args.rounds, args.debounce_ms))
+    asyncio.run(main(args.kernels, args.rounds, args.debounce_ms, args.rss_edits))

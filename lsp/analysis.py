@@ -56,7 +56,7 @@ def _not_regular(mode: int) -> str | None:
     return None if stat.S_ISREG(mode) else _FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
-def _read_regular(path: str, limit: int) -> bytes | str:
+def read_regular(path: str, limit: int) -> bytes | str:
     """The bytes of a regular file of at most `limit` bytes, or why it was not read.
 
     Looks before it opens (opening a FIFO blocks, opening a device can have effects), opens
@@ -91,7 +91,7 @@ def read_source(path: str, limit: int = MAX_SOURCE_BYTES) -> tuple[str | None, l
     diagnostic saying why it was not read (DSL002: unreadable, not a regular file, too
     large) or cannot be decoded (DSL003, which is what Python itself reports).
     """
-    data = _read_regular(path, limit)
+    data = read_regular(path, limit)
     if isinstance(data, str):
         return None, [failure_diagnostic("DSL002", path, None, data)]
     try:
@@ -132,12 +132,13 @@ def confine_report(report: ModuleReport, path: str, source: str | None = None) -
     return report
 
 
-def static_diagnostics(source: str, path: str) -> list[Diagnostic]:
-    """The AST-only tier: never runs user code, so it is safe in untrusted workspaces."""
+def static_diagnostics(source: str, path: str, target: str | None = None) -> list[Diagnostic]:
+    """The AST-only tier for `target`'s limits: never runs user code, so it is safe in
+    untrusted workspaces."""
     import dsl  # deferred: importing the compiler is the slow part of starting a front end
 
     try:
-        return list(dsl.static_checks(source, path))
+        return list(dsl.static_checks(source, path, target))
     except Exception as exc:  # a bug in the checks must not take the front end down
         return [failure_diagnostic("DSL002", path, source, f"The static checks failed: {exc!r}.")]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from lsprotocol import types
 
@@ -37,10 +38,16 @@ class DocumentState:
     report: ModuleReport | None = None  # latest compiler-tier result, possibly for an older version
     report_version: int | None = None
     report_text: str | None = None  # the text `report` was computed from (its ranges refer to it)
+    report_imported: list[str] | None = None  # what the run that made `report` imported (None: unknown)
     analysis: asyncio.Task[None] | None = None  # the debounced compiler-tier run, if any
     static_run: asyncio.Task[None] | None = None  # the instant tier of a big document, if running
     fresh: asyncio.Event = field(default_factory=asyncio.Event)  # set once `report` is for `version`
     index: DocumentIndex = field(default_factory=DocumentIndex)  # static results per group of lines
+    # What features work out from the current text (hover's parse), kept until the next change,
+    # so a second request on the same version does not parse the document again; `earlier` is
+    # the last version's that had any, which a feature may build on (hover reparses less).
+    derived: dict[str, Any] = field(default_factory=dict)
+    earlier: dict[str, Any] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -96,6 +103,7 @@ class DocumentStore:
                 state.buffer.replace_all(change.text)
         self._cancel(state)
         state.version = version
+        state.earlier, state.derived = state.derived or state.earlier, {}
         state.fresh.set()  # waiters for the old version wake up and see it is gone
         state.fresh = asyncio.Event()
         return state, problems
@@ -106,12 +114,15 @@ class DocumentStore:
             self._cancel(state)
             state.fresh.set()
 
-    def accept_report(self, uri: str, version: int, text: str, report: ModuleReport) -> DocumentState | None:
+    def accept_report(
+        self, uri: str, version: int, text: str, report: ModuleReport, imported: list[str] | None = None
+    ) -> DocumentState | None:
         """Stores `report` if it is for the open document's current version; else drops it."""
         state = self._docs.get(uri)
         if state is None or state.version != version:
             return None
         state.report, state.report_version, state.report_text = report, version, text
+        state.report_imported = imported
         state.fresh.set()
         return state
 

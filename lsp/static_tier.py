@@ -1,6 +1,6 @@
 """The instant tier over an editor buffer: static checks that stay fast on huge documents.
 
-Two things differ from running `dsl.static_checks(text, path)` on the buffer:
+Two things differ from running `dsl.static_checks(text, path, target)` on the buffer:
 
 - **The file on disk is never read.** On a syntax error CPython reads the line from the
   file named in `filename` (when one exists there) and counts the column in *that* line,
@@ -71,13 +71,14 @@ def relocate(value: T, file: str, new_file: str, line_delta: int = 0) -> T:
     return value
 
 
-def check_text(text: str, path: str) -> list[Diagnostic]:
-    """`dsl.static_checks` on `text`, with ranges in `path`; never raises, never reads `path`."""
+def check_text(text: str, path: str, target: str | None = None) -> list[Diagnostic]:
+    """`dsl.static_checks` on `text` for `target`, with ranges in `path`; never raises, never
+    reads `path`."""
     import dsl
     from lsp.analysis import failure_diagnostic
 
     try:
-        found = list(dsl.static_checks(text, BUFFER_NAME))
+        found = list(dsl.static_checks(text, BUFFER_NAME, target))
     except (RecursionError, MemoryError):
         message = "syntax error: this code nests too deeply for Python's parser"
         return [failure_diagnostic("DSL003", path, text, message)]
@@ -98,6 +99,7 @@ class DocumentIndex:
 
     def __init__(self) -> None:
         self._version: int | None = None
+        self._target: str | None = None  # what the cached static results were checked for
         self._groups: list[Group] = []
         self._checks: dict[str, list[Diagnostic]] = {}  # static results per group text, lines from 1
         self._placed: dict[tuple[str, int], list[Diagnostic]] = {}  # ... and where the group is now
@@ -110,18 +112,24 @@ class DocumentIndex:
             self._version = version
         return self._groups
 
-    def static_diagnostics(self, buffer: TextBuffer, version: int, path: str) -> list[Diagnostic]:
-        return _finish(self._static_steps(buffer, version, path))
+    def static_diagnostics(
+        self, buffer: TextBuffer, version: int, path: str, target: str | None = None
+    ) -> list[Diagnostic]:
+        return _finish(self._static_steps(buffer, version, path, target))
 
     async def static_diagnostics_async(
-        self, buffer: TextBuffer, version: int, path: str
+        self, buffer: TextBuffer, version: int, path: str, target: str | None = None
     ) -> list[Diagnostic]:
         """Like `static_diagnostics`, giving the event loop a turn after each group it checks."""
-        return await _finish_async(self._static_steps(buffer, version, path))
+        return await _finish_async(self._static_steps(buffer, version, path, target))
 
-    def _static_steps(self, buffer: TextBuffer, version: int, path: str) -> Iterator[list[Diagnostic]]:
+    def _static_steps(
+        self, buffer: TextBuffer, version: int, path: str, target: str | None
+    ) -> Iterator[list[Diagnostic]]:
         if buffer.size < LARGE_DOCUMENT:
-            return check_text(buffer.text, path)
+            return check_text(buffer.text, path, target)
+        if target != self._target:  # results checked for another target's limits are no use
+            self._checks, self._placed, self._target = {}, {}, target
         groups = self.groups(buffer.lines, version)
         used: set[str] = set()
         placed: set[tuple[str, int]] = set()
@@ -129,13 +137,13 @@ class DocumentIndex:
         index = 0
         while index < len(groups):
             group, count = groups[index], 1
-            found = yield from self._checked(used, group.text, path)
+            found = yield from self._checked(used, group.text, path, target)
             while _truncated(found, group) and count < len(groups) - index and len(group.text) < MERGE_LIMIT:
                 count = min(count * 2, len(groups) - index)
                 last = groups[index + count - 1]
                 text_of = "".join(g.text for g in groups[index : index + count])
                 group = Group(groups[index].start, last.end, text_of)
-                found = yield from self._checked(used, group.text, path)
+                found = yield from self._checked(used, group.text, path, target)
             syntax = [d for d in found if d.code == "DSL003"]
             if syntax:
                 out = [relocate(syntax[0], path, path, group.start)]
@@ -151,11 +159,11 @@ class DocumentIndex:
         self._placed = {key: self._placed[key] for key in placed}
         return out
 
-    def _checked(self, used: set[str], text: str, path: str) -> Iterator[None]:
+    def _checked(self, used: set[str], text: str, path: str, target: str | None) -> Iterator[None]:
         used.add(text)
         found = self._checks.get(text)
         if found is None:
-            found = self._checks[text] = check_text(text, path)
+            found = self._checks[text] = check_text(text, path, target)
             yield None
         return found
 

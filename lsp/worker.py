@@ -15,8 +15,10 @@ it ends, times out or is cancelled, exactly like an analysis. Its every failure 
 
 Who enforces what: the zygote enforces each run's time limit from its fork, kills the run's
 process group and sweeps up what escaped it; cancelling an analysis (the document changed)
-kills only that run. This class only backs the zygote up: if a started run is not answered
-within its limit plus `BACKSTOP_S`, or the zygote dies, the whole session is stopped
+stops only that run (a warm one may first finish, its answer dropped: see `lsp.zygote`).
+Each step of an analysis gets the whole limit (`{"progress": true}` restarts it). This class
+only backs the zygote up: if a started run is not answered within its limit plus
+`BACKSTOP_S` of its start or last progress, or the zygote dies, the whole session is stopped
 (SIGTERM, which the zygote turns into killing everything, then SIGKILL to every process of
 the session) and the next request starts a fresh one. Nothing here waits for end of file on
 a pipe without a deadline, so a process holding one open cannot stretch a limit. The
@@ -32,13 +34,16 @@ import json
 import os
 import signal
 import sys
+from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsl.compiler.artifacts import ModuleReport
-from lsp import sandbox
+from dsl.compiler.artifacts import FunctionReport, ModuleReport
+from lsp import report_wire, sandbox
 from lsp.analysis import confine_report, failure_diagnostic
+from lsp.zygote import PROGRESS_CAP
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MEMORY_MB = 4096
@@ -59,6 +64,18 @@ _BOOT = (
 )
 
 
+_KNOWN_PATHS = 8  # paths whose function reports are kept, so the next report of each is a delta
+
+
+@dataclass
+class Analysis:
+    """An analysis: its report, and the files of the modules the run imported, None when
+    unknown (the run failed, or an import did): what a cache of the result depends on."""
+
+    report: ModuleReport
+    imported: list[str] | None = None
+
+
 class WorkerFailure(Exception):
     """No report could be produced; `message` completes "Running this module for analysis ..."."""
 
@@ -74,6 +91,7 @@ class _Pending:
         self.path = path
         self.pids = pids  # where the run process's pid is noted when it starts
         self.started = asyncio.Event()
+        self.progress = 0  # steps the run reported finished (each restarts its time limit)
         self.answer: asyncio.Future[dict[str, Any]] = loop.create_future()
 
 
@@ -83,6 +101,7 @@ class AnalysisWorker:
     `parallel` runs go at a time (more wait in the zygote); `keep_warm` run processes stay
     alive for the next version of their path (0 forks afresh for every request, as lint
     does). `sandbox="strict"` adds user and network namespaces (see `lsp.sandbox`).
+    `views=False` asks for reports without stage texts (lint needs only diagnostics).
     `analyze` never raises for anything user code does.
     """
 
@@ -94,6 +113,7 @@ class AnalysisWorker:
         parallel: int = 2,
         keep_warm: int = 4,
         sandbox: str = SANDBOXES[0],
+        views: bool = True,
         python: str = sys.executable,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
@@ -114,6 +134,8 @@ class AnalysisWorker:
         self._stderr = bytearray()
         self._ids = itertools.count(1)
         self._start_lock = asyncio.Lock()
+        self.views = views
+        self._known: OrderedDict[str, dict[str, FunctionReport]] = OrderedDict()  # path -> by digest
         self.restarts = 0  # zygotes started after the first; tests and logs read it
         self.run_pids: dict[str, int] = {}  # path -> the run process that last took it
         self.gpu_run_pids: dict[str, int] = {}  # path -> the process of its latest GPU run
@@ -127,17 +149,28 @@ class AnalysisWorker:
         await self._ensure_started()
 
     async def analyze(self, source: str, path: str, target: str | None = None) -> ModuleReport:
+        return (await self.analysis(source, path, target)).report
+
+    async def analysis(self, source: str, path: str, target: str | None = None) -> Analysis:
+        """The report, and what running the module imported (`Analysis.imported`)."""
         try:
-            report = await self._analyze(source, path, target)
+            decoded = await self._analyze(source, path, target)
         except WorkerFailure as failure:
             message = f"Running this module for analysis {failure.message}"
             if failure.line is not None:
                 message += f" (at line {failure.line})"
             diagnostic = failure_diagnostic("DSL002", path, source, message + ".", failure.line)
-            return ModuleReport(path, diagnostics=[diagnostic])
-        return confine_report(report, path, source)
+            return Analysis(ModuleReport(path, diagnostics=[diagnostic]))
+        return Analysis(confine_report(decoded.report, path, source), decoded.imported)
 
-    async def run_on_gpu(self, source: str, path: str, function: str, target: str | None = None) -> dict[str, Any]:
+    async def tune_on_gpu(self, source: str, path: str, function: str, target: str | None = None) -> dict[str, Any]:
+        """Tunes one `@dsl.autotune` function (`dsl.runtime.tune`, every config measured again) in a
+        contained process of its own, exactly as `run_on_gpu` runs: a GPU run whose task is "tune".
+        Answers `{function, ok, device, tunings, message}` or `run_on_gpu`'s failures."""
+        return await self.run_on_gpu(source, path, function, target, task="tune")
+
+    async def run_on_gpu(self, source: str, path: str, function: str, target: str | None = None,
+                         *, task: str = "run") -> dict[str, Any]:
         """`dsl.run_function(source, path, function)` in a contained process of its own.
 
         Answers its dict (`ok, message, median_ms, bandwidth_gbs, correct`, `diagnostics` as
@@ -145,7 +178,7 @@ class AnalysisWorker:
         `error` is "no_gpu", "error" (the module or the run raised), or how the process
         failed ("timeout", "memory", "crash", "exit", "sandbox", "internal"). Cancelling
         the call kills the process and everything it started."""
-        request = {"op": "run", "source": source, "path": path, "function": function, "target": target}
+        request = {"op": "run", "task": task, "source": source, "path": path, "function": function, "target": target}
         try:
             answer = await self._request(request, path, self.gpu_run_pids)
             if isinstance(answer.get("result"), dict):
@@ -176,14 +209,23 @@ class AnalysisWorker:
 
     # -- internals
 
-    async def _analyze(self, source: str, path: str, target: str | None) -> ModuleReport:
-        request = {"op": "analyze", "source": source, "path": path, "target": target}
+    async def _analyze(self, source: str, path: str, target: str | None) -> report_wire.Decoded:
+        # The function reports held for this path: the run process sends only the others.
+        known = self._known.get(path, {})
+        request = {"op": "analyze", "source": source, "path": path, "target": target, "views": self.views,
+                   "known": list(known)}
         answer = await self._request(request, path, self.run_pids)
         if "report_line" in answer:
             try:
-                return ModuleReport.from_dict(json.loads(answer["report_line"]))
+                decoded = report_wire.decode(answer["report_line"], known)
             except Exception as exc:
                 raise WorkerFailure(f"sent a malformed report ({type(exc).__name__})") from None
+            if self.keep_warm > 0:  # lint (no warm processes) analyses each file once
+                self._known[path] = decoded.by_digest
+                self._known.move_to_end(path)
+                while len(self._known) > _KNOWN_PATHS:
+                    self._known.popitem(last=False)
+            return decoded
         error = answer.get("error") or {}
         line = error.get("line")
         raise WorkerFailure(str(error.get("message", "failed")), line if isinstance(line, int) else None)
@@ -201,11 +243,7 @@ class AnalysisWorker:
             waiter = asyncio.ensure_future(pending.started.wait())
             await asyncio.wait([waiter, pending.answer], return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
-            try:
-                answer = await asyncio.wait_for(asyncio.shield(pending.answer), self.timeout + BACKSTOP_S)
-            except asyncio.TimeoutError:
-                await self._stop(proc, grace=1.0)
-                raise WorkerFailure(f"timed out after {self.timeout:g} s", kind="timeout") from None
+            answer = await self._backstop(proc, pending)
         except (ConnectionError, BrokenPipeError):
             raise WorkerFailure(self._death_message()) from None
         except asyncio.CancelledError:
@@ -216,6 +254,22 @@ class AnalysisWorker:
         finally:
             self._pending.pop(rid, None)
         return answer
+
+    async def _backstop(self, proc: asyncio.subprocess.Process, pending: _Pending) -> dict[str, Any]:
+        """The answer, awaited up to the run's limit plus `BACKSTOP_S` since it started or last
+        reported progress (as the zygote counts it), and never past the cap on progress."""
+        loop = asyncio.get_running_loop()
+        cap = loop.time() + self.timeout * PROGRESS_CAP + BACKSTOP_S
+        seen = pending.progress
+        while True:
+            wait = min(self.timeout + BACKSTOP_S, cap - loop.time())
+            try:
+                return await asyncio.wait_for(asyncio.shield(pending.answer), max(wait, 0.0))
+            except asyncio.TimeoutError:
+                if pending.progress == seen or loop.time() >= cap:
+                    await self._stop(proc, grace=1.0)
+                    raise WorkerFailure(f"timed out after {self.timeout:g} s", kind="timeout") from None
+                seen = pending.progress
 
     async def _ensure_started(self) -> asyncio.subprocess.Process:
         async with self._start_lock:
@@ -274,7 +328,9 @@ class AnalysisWorker:
                 continue
             if pending is None:
                 continue
-            if "started" in message:
+            if "progress" in message:
+                pending.progress += 1
+            elif "started" in message:
                 if isinstance(message["started"], int):
                     pending.pids[pending.path] = message["started"]
                 pending.started.set()

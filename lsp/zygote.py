@@ -14,7 +14,10 @@ next version of the same path, keeping its in-memory kernel cache (editing one k
 ten recompiles one). It is retired, and the next version forks afresh, when the run failed
 or left a thread behind, or changed the compiler's modules, `sys.path`, the environment or
 the working directory. Processes a kept run started are killed after every report. With
-`--keep-warm 0` (lint) every module gets a fresh fork.
+`--keep-warm 0` (lint) every module gets a fresh fork. Cancelling an analysis of a kept run
+process (the document changed again) lets it finish while each of its steps takes less than
+`SOFT_CANCEL_STEP_S`, its answer dropped: killing it would make the next version compile every
+kernel of the file again in a fresh process. Anything else cancelled is killed at once.
 
 A `run` request (the editor's "Run on GPU") always gets a fresh fork that serves it alone
 and exits: it creates a CUDA context, which no later request may inherit. It is contained
@@ -22,16 +25,22 @@ like an analysis, under the same time limit, except that the memory limit caps i
 segment instead of its address space (see `lsp.sandbox`). The zygote itself never touches
 CUDA, so every fork can still initialise it.
 
-Time limits are enforced here, from the fork on. The zygote never waits for end-of-file on
-a pipe user code may have handed down: only for the run's report line or its exit (pidfd).
+Time limits are enforced here, from the fork on. An analysis reports progress after running
+the module's top level and after each function it compiles, and each step gets the whole
+limit: the limit is for a step that hangs, and a file of a hundred kernels that compiles is
+not a hang, however loaded the machine. A run that keeps making progress still ends at
+`PROGRESS_CAP` limits. The zygote never waits for end-of-file on a pipe user code may have
+handed down: only for the run's report line or its exit (pidfd).
 
 Protocol with the parent, one JSON object per line:
 
     zygote -> parent  {"ready": true, "pid": 123}                                      once
-    parent -> zygote  {"id": 1, "op": "analyze", "source": "...", "path": "...", "target": null}
+    parent -> zygote  {"id": 1, "op": "analyze", "source": "...", "path": "...", "target": null,
+                       "views": true, "known": ["<digest>", ...]}  (lsp.report_wire)
     parent -> zygote  {"id": 2, "op": "run", "source": "...", "path": "...", "function": "f", "target": null}
     zygote -> parent  {"id": 1, "started": 456}                     when a run process takes it
-    zygote -> parent  {"id": 1, "report_follows": true}, then ModuleReport.to_dict() as one line
+    zygote -> parent  {"id": 1, "progress": true}         an analysis finished a step (limit restarts)
+    zygote -> parent  {"id": 1, "report_follows": true}, then the report as one line (lsp.report_wire)
                    or {"id": 2, "result": {"ok": true, "message": "...", "median_ms": 0.1, ...}}
                    or {"id": 1, "error": {"kind": "timeout" | "memory" | "exit" | "crash" |
                                           "internal" | "sandbox", "message": "...", "line": 3}}
@@ -58,6 +67,8 @@ from lsp import sandbox
 from lsp.run_module import describe_exit, run_process
 
 _DUMP_GRACE_S = 0.2  # time faulthandler gets to write the stack of a timed-out run
+PROGRESS_CAP = 30  # an analysis that keeps making progress still ends after this many time limits
+SOFT_CANCEL_STEP_S = 1.0  # a cancelled analysis finishes only while each step takes less than this
 _STDERR_TAIL_BYTES = 64 * 1024
 _REPORT_LIMIT = 256 * 1024 * 1024
 _POLL_S = 0.05  # without pidfds, how often exits are looked for
@@ -81,7 +92,8 @@ def run_warm(x: Tensor[f32, 1], n: Int32):
 class _Run:
     rid: Any
     seq: int
-    deadline: float
+    deadline: float  # the time limit, from the start or from the last progress
+    cap: float = float("inf")  # the latest `deadline` any progress can push it to
     kill_at: float | None = None  # set once the stack dump was asked for
     timed_out: bool = False
     cancelled: bool = False
@@ -146,6 +158,7 @@ class Zygote:
         self.runners: dict[int, _Runner] = {}
         self.seq = 0
         self.eof = False
+        self.exits: list[tuple[int, int]] = []  # (pid, wait status) reaped, not yet handled
 
     # -- the loop
 
@@ -221,9 +234,15 @@ class Zygote:
                 self._send({"id": rid, "cancelled": True})
                 return
         for runner in self.runners.values():
-            if runner.run is not None and runner.run.rid == rid and not runner.run.cancelled:
-                runner.run.cancelled = True
-                self._kill(runner)
+            run = runner.run
+            if run is not None and run.rid == rid and not run.cancelled:
+                run.cancelled = True
+                if runner.op == "analyze" and self.keep_warm > 0 and not runner.retiring:
+                    # Finishing costs less than the next version compiling everything in a fresh
+                    # process: it goes on while it makes progress, its answer dropped.
+                    run.deadline = min(run.deadline, time.monotonic() + SOFT_CANCEL_STEP_S)
+                else:
+                    self._kill(runner)
                 self._send({"id": rid, "cancelled": True})
                 return
 
@@ -261,7 +280,8 @@ class Zygote:
         else:
             self._evict_idle(keep=self.keep_warm - 1)
             runner = self._fork(request, path, self.policy, keep=self.keep_warm > 0)
-        runner.run = _Run(request.get("id"), self.seq, time.monotonic() + self.timeout)
+        now = time.monotonic()
+        runner.run = _Run(request.get("id"), self.seq, now + self.timeout, now + self.timeout * PROGRESS_CAP)
         self._send({"id": request.get("id"), "started": runner.pid})
 
     def _evict_idle(self, keep: int) -> None:
@@ -336,8 +356,20 @@ class Zygote:
             if message.get("report_follows"):
                 run.header = message  # the next line is the report, forwarded as it is
                 continue
+            if "progress" in message:
+                self._progress(run)
+                continue
             self._answer(runner, run, message, None)
             return
+
+    def _progress(self, run: _Run) -> None:
+        """An analysis finished a step (the module's top level, or a function): its time limit
+        counts again from now, up to its cap, and the parent's backstop is told so."""
+        if run.cancelled:
+            run.deadline = min(time.monotonic() + SOFT_CANCEL_STEP_S, run.cap)
+        elif run.kill_at is None:
+            run.deadline = min(time.monotonic() + self.timeout, run.cap)
+            self._send({"id": run.rid, "progress": True})
 
     def _answer(self, runner: _Runner, run: _Run, header: dict[str, Any], payload: bytes | None) -> None:
         """Forwards a run's answer. A report goes on as one opaque line after a header line of
@@ -378,7 +410,12 @@ class Zygote:
         now = time.monotonic()
         for runner in list(self.runners.values()):
             run = runner.run
-            if run is None or run.cancelled or run.timed_out:
+            if run is None or run.timed_out:
+                continue
+            if run.cancelled:  # nobody waits for its answer: no stack to dump, no error to send
+                if now >= run.deadline:
+                    run.timed_out = runner.retiring = True
+                    self._kill(runner)
                 continue
             if run.kill_at is None and now >= run.deadline:
                 run.kill_at = now + _DUMP_GRACE_S
@@ -395,7 +432,8 @@ class Zygote:
             os.kill(runner.pid, signal.SIGKILL)
 
     def _reap(self) -> None:
-        exited = [(pid, status) for pid, status in sandbox.reap_any() if pid in self.runners]
+        collected, self.exits = [*self.exits, *sandbox.reap_any()], []
+        exited = [(pid, status) for pid, status in collected if pid in self.runners]
         for pid, status in exited:
             runner = self.runners[pid]
             self._kill(runner)  # its process group, at once
@@ -407,7 +445,10 @@ class Zygote:
                 self._send({"id": run.rid, "error": self._exit_error(run, status, runner.stderr, runner.path)})
             self._forget(runner)
         if exited:
-            sandbox.sweep(protect=set(self.runners))  # what escaped the groups re-parented here
+            # What escaped the groups re-parented here. The sweep reaps as it goes; a run that
+            # exits meanwhile is kept for the next round (lost, its exit would never be seen,
+            # and its pidfd, readable for good, would keep the loop from ever sleeping).
+            sandbox.sweep(protect=set(self.runners), reap=lambda: self.exits.extend(sandbox.reap_any()))
 
     def _exit_error(self, run: _Run, status: int, stderr: bytearray, path: str) -> dict[str, Any]:
         text = stderr.decode("utf-8", "replace")

@@ -33,7 +33,10 @@ def _referenced_names(code: types.CodeType) -> set[str]:
 
 
 def dependency_digest(fn: types.FunctionType) -> str:
-    """Hashes the sources and constants a function depends on, following helpers."""
+    """Hashes the sources, places and constants a function depends on, following helpers.
+
+    A function's place (file, line, column) is part of it: a compiled result names absolute
+    source lines, so the same text moved down by an edit above it is a different entry."""
     from dsl.frontend.source import closure_vars, function_source, is_user_function
     from dsl.language.decorators import JitFunction, KernelFunction
 
@@ -46,7 +49,10 @@ def dependency_digest(fn: types.FunctionType) -> str:
             continue
         seen.add(id(f))
         try:
-            h.update(function_source(f).text.encode())
+            src = function_source(f)
+            # where it is, too: its IR, diagnostics and line info name absolute lines
+            h.update(f"{src.path}:{src.node.lineno}:{src.node.col_offset}\n".encode())
+            h.update(src.text.encode())
         except OSError:
             h.update(getattr(f.__code__, "co_code", b""))
         closure = closure_vars(f)
@@ -76,7 +82,19 @@ def compiler_identity() -> str:
     changes with it. Each source file's size and modification time stand for its content, as
     the toolchain's do: a stat per file, where hashing the files would cost milliseconds on
     every cold first call."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return _tree_identity(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@functools.cache
+def kdsl_identity() -> str:
+    """The compiler and the language server's code (`dsl/` and `lsp/`): what a cached lint
+    result depends on besides the compiler, since the checks and their merging live there."""
+    dsl_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    lsp_root = os.path.join(os.path.dirname(dsl_root), "lsp")
+    return compiler_identity() + (_tree_identity(lsp_root) if os.path.isdir(lsp_root) else "-")
+
+
+def _tree_identity(root: str) -> str:
     h = hashlib.sha256()
     for folder, dirs, files in sorted(os.walk(root)):
         dirs[:] = [d for d in dirs if d != "__pycache__"]

@@ -14,6 +14,10 @@ compile), the generated launcher, kernel figures and the warnings from here.
   entry that fails any check (truncated, corrupted, older format) is removed and
   recompiled, never trusted. `lock(key)` (fcntl) lets concurrent processes compile an
   entry once.
+- Other results kept for later runs (`kdsl lint`'s per-file results) live in the same
+  folder, each kind in a subfolder of its own, as sealed blobs (`store_blob` / `load_blob`:
+  a magic line and a SHA-256 of the content, written the same atomic way), so there is one
+  store to find, clear and turn off.
 """
 
 from __future__ import annotations
@@ -116,21 +120,58 @@ def store(key: str, entry: CacheEntry) -> bool:
     """Writes the entry atomically; returns False (and leaves no partial file) on failure."""
     if not enabled():
         return False
-    path = _path(key)
+    return _write_atomic(_path(key), encode(entry))
+
+
+def _write_atomic(path: Path, data: bytes) -> bool:
+    """`data` as the whole of `path`, or nothing: written beside it, then renamed over it."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}-", suffix=".tmp", dir=path.parent)
     except OSError:
         return False
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(encode(entry))
+            f.write(data)
         os.replace(tmp, path)
         return True
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         return False
+
+
+BLOB_MAGIC = b"kdsl-blob-1\n"
+
+
+def _blob_path(kind: str, key: str) -> Path:
+    return cache_dir() / kind / key[:2] / f"{key}.bin"
+
+
+def store_blob(kind: str, key: str, data: bytes) -> bool:
+    """Keeps `data` under `key` among the `kind` entries (atomic, sealed with its digest);
+    False when the cache is off or the write failed."""
+    if not enabled():
+        return False
+    return _write_atomic(_blob_path(kind, key), BLOB_MAGIC + hashlib.sha256(data).digest() + data)
+
+
+def load_blob(kind: str, key: str) -> bytes | None:
+    """The `kind` entry for `key`; None on a miss or a damaged entry (which is removed)."""
+    if not enabled():
+        return None
+    path = _blob_path(kind, key)
+    try:
+        sealed = path.read_bytes()
+    except OSError:
+        return None
+    start = len(BLOB_MAGIC) + hashlib.sha256().digest_size
+    data = sealed[start:]
+    if sealed.startswith(BLOB_MAGIC) and hashlib.sha256(data).digest() == sealed[len(BLOB_MAGIC):start]:
+        return data
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return None
 
 
 @contextlib.contextmanager
@@ -161,12 +202,16 @@ def lock(key: str) -> Iterator[None]:
 
 
 def clear() -> None:
-    """Removes every entry (for tests and `rm -rf`-shy users)."""
+    """Removes every entry, of every kind (for tests and `rm -rf`-shy users)."""
     root = cache_dir()
     if not root.is_dir():
         return
     for sub in root.iterdir():
-        if sub.is_dir() and len(sub.name) == 2:
-            for f in sub.iterdir():
+        if not sub.is_dir():
+            continue
+        # kernels sit in <2 hex digits>/, other kinds in <kind>/<2 hex digits>/
+        shards = [sub] if len(sub.name) == 2 else [d for d in sub.iterdir() if d.is_dir() and len(d.name) == 2]
+        for shard in shards:
+            for f in shard.iterdir():
                 with contextlib.suppress(OSError):
                     f.unlink()

@@ -7,6 +7,10 @@ edit cancels that run (killing the user code), and a result that arrives for an 
 version, or after the document closed, is dropped. Every publication carries the version
 it describes.
 
+Opening a file whose report was kept when it was last saved or closed, for the same text,
+dependencies, settings and toolchain (`lsp.result_cache`), publishes that report first; the
+worker analyses the file anyway, to be warm for the first edit.
+
 Until the compiler tier catches up, the previous report's diagnostics stay published next
 to the fresh static ones, so squiggles do not flicker off on every keystroke (their ranges
 are clamped to the current text). Syntax errors (DSL003) come from the instant tier only:
@@ -27,6 +31,7 @@ from lsprotocol import types
 
 from dsl.compiler.artifacts import ModuleReport
 from dsl.diagnostics import Diagnostic
+from lsp import result_cache
 from lsp.analysis import merge
 from lsp.convert import to_lsp_diagnostic, uri_to_path
 from lsp.session import DocumentState
@@ -58,62 +63,107 @@ def publish(ls: KdslLanguageServer, state: DocumentState) -> None:
     )
 
 
-def check(ls: KdslLanguageServer, state: DocumentState, *, debounce: bool = True) -> None:
-    """Runs the instant tier, publishes, and schedules the compiler tier.
+def check(ls: KdslLanguageServer, state: DocumentState, *, debounce: bool = True, kept: bool = False) -> None:
+    """Schedules the compiler tier, runs the instant tier and publishes.
 
-    A big document's instant tier runs as a task that yields after each group it checks
-    (`lsp.static_tier`), so opening 5 MB does not stop the server answering; a keystroke
-    re-checks one group and publishes within a few event-loop turns."""
+    The compiler tier is scheduled first, so its quiet time counts from the edit, not from
+    when the instant tier is done. A big document's instant tier runs as a task that yields
+    after each group it checks (`lsp.static_tier`), so opening 5 MB does not stop the server
+    answering; a keystroke re-checks one group and publishes within a few event-loop turns.
+    Both tiers check for the configured target."""
+    if ls.settings.trusted:
+        schedule_analysis(ls, state, ls.settings.debounce_ms / 1000 if debounce else 0.0, kept=kept)
+    target = ls.settings.target
     if state.buffer.size < LARGE_DOCUMENT:
-        state.static_diagnostics = state.index.static_diagnostics(state.buffer, state.version, state.path)
-        _checked(ls, state, debounce)
+        state.static_diagnostics = state.index.static_diagnostics(state.buffer, state.version, state.path, target)
+        publish(ls, state)
         return
     if state.static_run is not None and not state.static_run.done():
         state.static_run.cancel()
-    state.static_run = asyncio.ensure_future(_check_large(ls, state, debounce))
+    state.static_run = asyncio.ensure_future(_check_large(ls, state, target))
 
 
-async def _check_large(ls: KdslLanguageServer, state: DocumentState, debounce: bool) -> None:
+async def _check_large(ls: KdslLanguageServer, state: DocumentState, target: str | None) -> None:
     version = state.version
-    found = await state.index.static_diagnostics_async(state.buffer, version, state.path)
+    found = await state.index.static_diagnostics_async(state.buffer, version, state.path, target)
     # Runs late: publish only if the document is still open at this version.
     if ls.documents.get(state.uri) is state and state.version == version:
         state.static_diagnostics = found
-        _checked(ls, state, debounce)
+        publish(ls, state)
 
 
-def _checked(ls: KdslLanguageServer, state: DocumentState, debounce: bool) -> None:
-    publish(ls, state)
-    if ls.settings.trusted:
-        delay = ls.settings.debounce_ms / 1000 if debounce else 0.0
-        schedule_analysis(ls, state, delay)
-
-
-def schedule_analysis(ls: KdslLanguageServer, state: DocumentState, delay_s: float) -> None:
+def schedule_analysis(ls: KdslLanguageServer, state: DocumentState, delay_s: float, *, kept: bool = False) -> None:
+    """The compiler tier for the document's current version after `delay_s`; with `kept`, a
+    report kept from an earlier session for this very text is published first."""
     if state.analysis is not None and not state.analysis.done():
         state.analysis.cancel()
     state.analysis = asyncio.ensure_future(
-        _analyze_later(ls, state.uri, state.path, state.version, state.text, delay_s)
+        _analyze_later(ls, state.uri, state.path, state.version, state.text, delay_s, kept)
     )
 
 
 async def _analyze_later(
-    ls: KdslLanguageServer, uri: str, path: str, version: int, text: str, delay_s: float
+    ls: KdslLanguageServer, uri: str, path: str, version: int, text: str, delay_s: float, kept: bool = False
 ) -> None:
     if delay_s > 0:
         await asyncio.sleep(delay_s)
+    if kept:
+        await _publish_kept(ls, uri, path, version, text)
     try:
-        report: ModuleReport = await ls.analyze(text, path)
+        analysis = await ls.analyze(text, path)
     except asyncio.CancelledError:
         raise
     except Exception:
         log.exception("analysis of %s failed", uri)
         return
     # Runs late, so the document may have changed or closed meanwhile: accept_report checks.
-    state = ls.documents.accept_report(uri, version, text, report)
+    state = ls.documents.accept_report(uri, version, text, analysis.report, analysis.imported)
     if state is not None:
         publish(ls, state)
         _refresh_code_lenses(ls)
+
+
+def _kept_key(ls: KdslLanguageServer, path: str, text: str) -> str:
+    s = ls.settings
+    options = {"target": s.target, "timeout": s.timeout_seconds, "memory": s.memory_limit_mb, "sandbox": s.sandbox}
+    return result_cache.entry_key(result_cache.EDITOR, path, text, options)
+
+
+async def _publish_kept(ls: KdslLanguageServer, uri: str, path: str, version: int, text: str) -> None:
+    """Opening a file whose report was kept (`lsp.result_cache`: same text, dependencies,
+    settings and toolchain) publishes that report at once; the worker still analyses the
+    file, so that its run process is warm for the first edit, and its report replaces this one."""
+    await ls.configuration.ready()
+    if not ls.settings.trusted:
+        return
+    try:
+        report = await asyncio.to_thread(result_cache.load_report, _kept_key(ls, path, text))
+    except Exception as exc:  # a cache that cannot be read is a cache miss
+        log.warning("reading the kept report of %s failed: %s", uri, exc)
+        return
+    state = ls.documents.accept_report(uri, version, text, report) if report is not None else None
+    if state is not None:
+        publish(ls, state)
+        _refresh_code_lenses(ls)
+
+
+def keep_report(ls: KdslLanguageServer, state: DocumentState) -> None:
+    """Keeps the document's current report for the next time the file is opened (on save and
+    on close), in the background."""
+    report, text, imported = state.report, state.report_text, state.report_imported
+    if not ls.settings.trusted or report is None or text is None or not state.report_is_current:
+        return
+    if not result_cache.keepable(report.all_diagnostics(), imported):
+        return
+    key = _kept_key(ls, state.path, text)
+
+    async def store() -> None:
+        try:
+            await asyncio.to_thread(result_cache.store_report, key, report, imported)
+        except Exception as exc:
+            log.warning("keeping the report of %s failed: %s", state.uri, exc)
+
+    ls.spawn(store())
 
 
 def _refresh_code_lenses(ls: KdslLanguageServer) -> None:
@@ -149,7 +199,7 @@ def register(server: KdslLanguageServer) -> None:
     def did_open(ls: KdslLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         state = ls.documents.open(doc.uri, uri_to_path(doc.uri), doc.version, doc.text)
-        check(ls, state, debounce=False)
+        check(ls, state, debounce=False, kept=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: KdslLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -166,10 +216,14 @@ def register(server: KdslLanguageServer) -> None:
         # Saving changes no text, but files the module imports may have changed on disk.
         state = ls.documents.get(params.text_document.uri)
         if state is not None and ls.settings.trusted:
+            keep_report(ls, state)
             schedule_analysis(ls, state, 0.0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: KdslLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        state = ls.documents.get(params.text_document.uri)
+        if state is not None:
+            keep_report(ls, state)
         ls.documents.close(params.text_document.uri)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])

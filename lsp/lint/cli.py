@@ -17,7 +17,7 @@ from pathlib import Path
 from lsp.analysis import at_least, parse_severity, split_codes, unknown_selectors
 from lsp.lint import config as lint_config
 from lsp.lint.discovery import Excluder, discover
-from lsp.lint.formats import render
+from lsp.lint.formats import cache_note, render
 from lsp.lint.runner import Progress, lint_files
 from lsp.worker import SANDBOXES
 
@@ -68,6 +68,9 @@ def make_parser() -> argparse.ArgumentParser:
         "--no-exec", action="store_true", help="static checks only: never run the checked modules' code"
     )
     parser.add_argument(
+        "--no-cache", action="store_true", help="check every file again, ignoring results kept from earlier runs"
+    )
+    parser.add_argument(
         "--sandbox",
         choices=SANDBOXES,
         help="standard (default), or strict: also no network, via user namespaces; fails where unavailable",
@@ -111,6 +114,8 @@ def _codes(values: list[str] | None, option: str) -> tuple[str, ...] | None:
 
 
 def run(args: argparse.Namespace, cwd: Path) -> int:
+    if args.target is not None:
+        lint_config.target_name(args.target, "--target")
     config = lint_config.with_cli(
         lint_config.load(cwd),
         select=_codes(args.select, "--select"),
@@ -122,6 +127,7 @@ def run(args: argparse.Namespace, cwd: Path) -> int:
         memory_limit_mb=args.memory_limit_mb,
         jobs=args.jobs,
         execute=False if args.no_exec else None,
+        cache=False if args.no_cache else None,
         sandbox=args.sandbox,
         output_format=args.output_format,
     )
@@ -135,6 +141,9 @@ def run(args: argparse.Namespace, cwd: Path) -> int:
     finally:
         progress.finish()
     report = render(config.output_format, results, cwd)
+    note = cache_note(results)
+    if note is not None:
+        print(note, file=sys.stderr)
     if args.output:
         try:
             Path(args.output).write_text(report, encoding="utf-8")

@@ -38,6 +38,7 @@ class LintConfig:
     timeout: float = DEFAULT_TIMEOUT_S
     memory_limit_mb: int = DEFAULT_MEMORY_MB
     execute: bool = True  # False: static checks only, user code never runs
+    cache: bool = True  # reuse kept results of unchanged files (lsp.lint.cache)
     sandbox: str = "standard"  # or "strict": also user + network namespaces (lsp.sandbox)
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     output_format: str = "text"
@@ -106,6 +107,15 @@ def _patterns(value: Any, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def target_name(value: Any, key: str) -> str:
+    """A known target's name; anything else is a configuration error, not a DSL002 per file."""
+    from dsl.targets import TARGETS
+
+    if value not in TARGETS:
+        raise ConfigError(f"`{key}` must be one of {', '.join(TARGETS)}, not {value!r}")
+    return str(value)
+
+
 def _sandbox(value: Any, key: str) -> str:
     if value not in SANDBOXES:
         raise ConfigError(f"`{key}` must be one of {', '.join(SANDBOXES)}, not {value!r}")
@@ -116,7 +126,7 @@ _TABLE_KEYS = {
     "select": lambda v: {"select": _codes(v, "select")},
     "ignore": lambda v: {"ignore": _codes(v, "ignore")},
     "exclude": lambda v: {"exclude": _patterns(v, "exclude")},
-    "target": lambda v: {"target": str(v)},
+    "target": lambda v: {"target": target_name(v, "target")},
     "fail-on": lambda v: {"fail_on": _severity(v, "fail-on")},
     "timeout": lambda v: {"timeout": _positive(v, "timeout", float)},
     "memory-limit-mb": lambda v: {"memory_limit_mb": _positive(v, "memory-limit-mb", int)},

@@ -54,6 +54,15 @@ def summary(results: Sequence[FileResult]) -> str:
     )
 
 
+def cache_note(results: Sequence[FileResult]) -> str | None:
+    """How many files' results came from the cache (said on stderr, so that the report itself
+    is the same whether or not they did); None when none did."""
+    cached = sum(r.cached for r in results)
+    if not cached:
+        return None
+    return f"kdsl lint: {cached} of {_plural(len(results), 'file')} unchanged, results from the cache"
+
+
 def render_text(results: Sequence[FileResult], cwd: Path) -> str:
     lines = []
     for path, d in ordered(results, cwd):

@@ -16,7 +16,45 @@ from typing import Any
 
 from dsl.compiler.artifacts import ModuleReport
 from lsp.analysis import read_source
-from lsp.worker import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, AnalysisWorker
+from lsp.worker import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Analysis, AnalysisWorker
+
+
+async def analyze_all(
+    sources: Mapping[str, str],
+    *,
+    worker: AnalysisWorker,
+    target: str | None = None,
+    on_done: Callable[[str, ModuleReport], None] | None = None,
+) -> dict[str, Analysis]:
+    """Analyses many files in `worker`, as many at a time as it runs; each result also says
+    what the file's run imported (what lint's cache checks next time)."""
+    results: dict[str, Analysis] = {}
+
+    async def one(path: str) -> None:
+        results[path] = analysis = await worker.analysis(sources[path], path, target)
+        if on_done is not None:
+            on_done(path, analysis.report)
+
+    await asyncio.gather(*(one(path) for path in sources))
+    return {path: results[path] for path in sources}
+
+
+def make_worker(
+    count: int,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    sandbox: str = "standard",
+    views: bool = True,
+) -> AnalysisWorker:
+    """Lint's worker: `count` runs at a time, each in a fresh process (`keep_warm=0`)."""
+    return AnalysisWorker(
+        timeout=timeout, memory_mb=memory_mb, parallel=count, keep_warm=0, sandbox=sandbox, views=views
+    )
+
+
+def job_count(jobs: int | None, files: int) -> int:
+    return max(1, min(jobs or os.cpu_count() or 1, files))
 
 
 async def analyze_sources_async(
@@ -30,20 +68,12 @@ async def analyze_sources_async(
     on_done: Callable[[str, ModuleReport], None] | None = None,
 ) -> dict[str, ModuleReport]:
     """Analyses many files, `jobs` at a time; a pathological file costs only its own limit."""
-    results: dict[str, ModuleReport] = {}
-    count = max(1, min(jobs or os.cpu_count() or 1, len(sources)))
-    worker = AnalysisWorker(timeout=timeout, memory_mb=memory_mb, parallel=count, keep_warm=0, sandbox=sandbox)
-
-    async def one(path: str) -> None:
-        results[path] = report = await worker.analyze(sources[path], path, target)
-        if on_done is not None:
-            on_done(path, report)
-
+    worker = make_worker(job_count(jobs, len(sources)), timeout=timeout, memory_mb=memory_mb, sandbox=sandbox)
     try:
-        await asyncio.gather(*(one(path) for path in sources))
+        analyses = await analyze_all(sources, worker=worker, target=target, on_done=on_done)
     finally:
         await worker.close()
-    return {path: results[path] for path in sources}
+    return {path: analysis.report for path, analysis in analyses.items()}
 
 
 def analyze_sources(sources: Mapping[str, str], **options: Any) -> dict[str, ModuleReport]:
