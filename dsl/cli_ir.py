@@ -1,8 +1,11 @@
-"""`kdsl ir FILE[::FUNCTION] [--stage STAGE] [--target sm_XX]`: print a stage of each function.
+"""`kdsl ir FILE[::FUNCTION] [--stage STAGE] [--target sm_XX] [--line-cost]`: print a stage of
+each function.
 
 Runs the file (it is the user's own program, run on request) statement by statement,
 compiles every kernel and jit function (or the one named) and prints the chosen stage
-with a resources summary. Diagnostics go to stderr as `path:line:col: CODE message`;
+with a resources summary. With `--stage sass --line-cost`, each function's SASS is followed
+by what each source line costs in it (`dsl.compiler.source_maps.sass_line_costs`, the figures
+the editor's line-cost hints show). Diagnostics go to stderr as `path:line:col: CODE message`;
 the exit code is 1 when any error was found, 2 for usage errors.
 """
 
@@ -22,7 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", help="FILE or FILE::FUNCTION")
     parser.add_argument("--stage", default="ptx", choices=TEXT_STAGES)
     parser.add_argument("--target", default=None, choices=sorted(TARGETS))
+    parser.add_argument("--line-cost", action="store_true",
+                        help="with --stage sass: SASS instructions per source line (global, shared, tensor-core)")
     args = parser.parse_args(argv)
+    if args.line_cost and args.stage != "sass":
+        parser.error("--line-cost needs --stage sass")
     path, _, only = args.file.partition("::")
     path = os.path.abspath(path)
     source = read_program(path, "kdsl ir")
@@ -50,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"// stage {args.stage} is not available: {reason}")
             continue
         print(text.rstrip("\n"))
+        if args.line_cost:
+            print(line_cost_table(text, path, source))
     diagnostics = report.diagnostics + [d for f in functions for d in f.diagnostics]
     seen = []
     for d in diagnostics:
@@ -57,6 +66,19 @@ def main(argv: list[str] | None = None) -> int:
             seen.append(d)
             print(d.format(), file=sys.stderr)
     return 1 if any(d.is_error for d in seen) else 0
+
+
+def line_cost_table(sass: str, path: str, source: str) -> str:
+    """`// line  cost  source text` per line of `path` the SASS names (other files by name)."""
+    from dsl.compiler.source_maps import sass_line_costs
+
+    lines = source.splitlines()
+    rows = ["// SASS per source line (all instructions: global memory, shared memory, tensor-core)"]
+    for cost in sass_line_costs(sass):
+        where = f"{cost.line:>5}" if cost.file == path else f"{cost.file}:{cost.line}"
+        text = lines[cost.line - 1].strip() if cost.file == path and 0 < cost.line <= len(lines) else ""
+        rows.append(f"// {where}  {cost.summary():<32}  {text}".rstrip())
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ SETTING_FIELDS: dict[str, str] = {
     "worker.sandbox": "sandbox",
     "debounceMs": "debounce_ms",
     "executeUserCode": "trusted",
+    "inlayHints.lineCost": "line_cost",
 }
 
 

@@ -52,6 +52,7 @@ class Settings:
     debounce_ms: int = 300  # quiet time after the last edit before the compiler tier runs
     trusted: bool = True  # False: static checks only, user code is never executed
     sandbox: str = SANDBOXES[0]  # "strict": runs also get no network (see lsp.sandbox)
+    line_cost: bool = False  # inlay hints also show each kernel line's SASS instructions (runs nvdisasm)
 
 
 # client key (dotted for nested objects) -> (field, parser)
@@ -81,6 +82,12 @@ def _non_negative_int(value: Any) -> int:
     return int(value)
 
 
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
 def _sandbox(value: Any) -> str:
     if value not in SANDBOXES:
         raise ValueError("expected " + " or ".join(map(repr, SANDBOXES)))
@@ -97,6 +104,8 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "debounceMs": ("debounce_ms", _non_negative_int),
     "sandbox": ("sandbox", _sandbox),
     "worker.sandbox": ("sandbox", _sandbox),
+    "lineCost": ("line_cost", _boolean),
+    "inlayHints.lineCost": ("line_cost", _boolean),
     "trusted": (_TRUST, None),
     "executeUserCode": (_TRUST, None),
 }
