@@ -1,4 +1,4 @@
-"""The `kdsl` command: `kdsl lint`, `kdsl lsp`, `kdsl ir` and `kdsl build`.
+"""The `kdsl` command: `kdsl lint`, `kdsl lsp`, `kdsl ir`, `kdsl build` and `kdsl tune`.
 
 Each subcommand lives in its own module and is imported only when chosen, so `kdsl lint`
 does not pay for pygls and `kdsl lsp` does not pay for the lint front end.
@@ -18,6 +18,7 @@ commands:
   lsp            run the language server over stdio
   ir FILE        print a function's IR at a compiler stage
   build FILE...  compile the jit functions' examples= into the on-disk kernel cache
+  tune FILE      tune the @dsl.autotune functions on this GPU and record their choices
 
 `kdsl <command> --help` describes each command's options.
 """
@@ -71,8 +72,14 @@ def _run_build(argv: list[str]) -> int:
     return _call(main, argv, "kdsl build")
 
 
+def _run_tune(argv: list[str]) -> int:
+    from dsl.cli_tune import main
+
+    return _call(main, argv, "kdsl tune")
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
-    "lint": _run_lint, "lsp": _run_lsp, "ir": _run_ir, "build": _run_build,
+    "lint": _run_lint, "lsp": _run_lsp, "ir": _run_ir, "build": _run_build, "tune": _run_tune,
 }
 
 

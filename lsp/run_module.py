@@ -6,10 +6,13 @@ path, when the zygote keeps it warm), reports out, and stderr (fds 1 and 2 point
 `print` and C-level writes cannot reach the reports).
 
 Two operations: `analyze` runs and compiles the module (`dsl.analyze_source`) and answers
-a `ModuleReport`; `run` launches one `@dsl.jit` function of it on the GPU
+a `ModuleReport` (sending in full only the function reports the parent does not already
+hold: `lsp.report_wire`); `run` launches one `@dsl.jit` function of it on the GPU
 (`dsl.run_function`: synthesized inputs, median time, bandwidth, the reference check) and
-answers that dict. A `run` process is always a fresh fork that serves one request, since a
-CUDA context cannot be handed on; the zygote never initialises CUDA itself, so the fork can.
+answers that dict, or, with `"task": "tune"`, tunes one `@dsl.autotune` function
+(`dsl.runtime.tune`) and answers its tables. A `run` process is always a fresh fork that
+serves one request, since a CUDA context cannot be handed on; the zygote never initialises
+CUDA itself, so the fork can.
 
 What the report can be trusted for: user code runs in this process, so it can make this
 module's own report say anything (write to the report pipe, patch the compiler here). It
@@ -28,6 +31,7 @@ versions of the same file (never another file).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -39,6 +43,7 @@ from collections.abc import Iterator
 from typing import Any, NoReturn
 
 from lsp import sandbox
+from lsp.report_wire import ReportEncoder
 
 _OUT_OF_MEMORY = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory")
 _WATCHED_PREFIXES = ("dsl", "lsp")
@@ -80,15 +85,23 @@ def _module_dir_on_path(path: str) -> Iterator[None]:
             sys.path.remove(folder)
 
 
-def serve(request: dict[str, Any]) -> dict[str, Any]:
-    """Runs and compiles one module; every failure of user code becomes an `error` answer."""
+def serve(request: dict[str, Any], on_progress: Any = None) -> dict[str, Any]:
+    """Runs and compiles one module; every failure of user code becomes an `error` answer.
+    `on_progress` is called after each step (`dsl.analyze_source`)."""
     import dsl
+    from dsl.module_analysis import ModuleRun
 
     path = str(request.get("path"))
+    known = request.get("known")
+    known = {str(d) for d in known} if isinstance(known, list) else set()
     try:
+        record = ModuleRun()
         with _module_dir_on_path(path):
-            report = dsl.analyze_source(str(request.get("source", "")), path, target=request.get("target"))
-        return {"report": report.to_dict()}
+            report = dsl.analyze_source(str(request.get("source", "")), path, target=request.get("target"),
+                                        views=request.get("views") is not False, record=record,
+                                        on_progress=on_progress)
+        imported = None if record.import_failed else record.imported
+        return {"report": _ENCODER.encode(report, known, imported)}
     except MemoryError as exc:
         kind, message, tb = "memory", "ran out of memory", exc.__traceback__
     except SystemExit as exc:
@@ -100,8 +113,12 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     return {"error": {"kind": kind, "message": message, "line": _user_line(tb, path)}}
 
 
-def run_on_gpu(request: dict[str, Any]) -> dict[str, Any]:
-    """`dsl.run_function` on the module; every failure becomes `{ok: False, error, message}`.
+_ENCODER = ReportEncoder()  # this process's memory of the compiled functions it encoded
+
+
+def run_on_gpu(request: dict[str, Any], work: Any = None) -> dict[str, Any]:
+    """`dsl.run_function` (or `work`, called the same way) on the module; every failure becomes
+    `{ok: False, error, message}`.
 
     `error` is "no_gpu" when there is no GPU or driver, "error" for anything else that
     stops the run before `run_function` answers (its own answer reports compile, argument
@@ -115,7 +132,7 @@ def run_on_gpu(request: dict[str, Any]) -> dict[str, Any]:
     try:
         with _module_dir_on_path(path):
             source, function = str(request.get("source", "")), str(request.get("function"))
-            return dict(dsl.run_function(source, path, function, target=request.get("target")))
+            return dict((work or dsl.run_function)(source, path, function, target=request.get("target")))
     except NoGPUError as exc:
         return {"ok": False, "error": "no_gpu", "message": str(exc)}
     except MemoryError:
@@ -127,6 +144,18 @@ def run_on_gpu(request: dict[str, Any]) -> dict[str, Any]:
         traceback.print_exc()
     line = _user_line(tb, path)
     return {"ok": False, "error": "error", "message": message + (f" (at line {line})" if line else "")}
+
+
+def tune_on_gpu(request: dict[str, Any]) -> dict[str, Any]:
+    """The editor's "Autotune on GPU": every config of one `@dsl.autotune` function measured
+    again (`dsl.runtime.tune`), answered as `run_on_gpu` answers."""
+
+    def tune(source: str, path: str, function: str, target: str | None = None) -> dict[str, Any]:
+        from dsl.runtime.tune import tune_functions
+
+        return tune_functions(source, path, [function], force=True)[0]
+
+    return run_on_gpu(request, tune)
 
 
 def state_fingerprint() -> dict[Any, Any]:
@@ -190,10 +219,10 @@ def run_process(
     faulthandler.enable(file=sys.stderr)
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
 
-    def answer(message: dict[str, Any], payload: Any = None) -> None:
+    def answer(message: dict[str, Any], payload: bytes | None = None) -> None:
         data = json.dumps(message, default=str).encode() + b"\n"
-        if payload is not None:
-            data += json.dumps(payload).encode() + b"\n"
+        if payload is not None:  # already one line of JSON (`lsp.report_wire`)
+            data += payload + b"\n"
         view = memoryview(data)
         while view:
             view = view[os.write(rep_fd, view) :]
@@ -203,8 +232,8 @@ def run_process(
     except (sandbox.SandboxError, OSError) as exc:
         answer({"seq": request["seq"], "error": {"kind": "sandbox", "message": f"could not be sandboxed: {exc}"}})
         os._exit(0)
-    if request.get("op") == "run":
-        result = run_on_gpu(request)
+    if request.get("op") == "run":  # a GPU run, or a tuning ("task": "tune"), in a fresh process
+        result = tune_on_gpu(request) if request.get("task") == "tune" else run_on_gpu(request)
         try:
             answer({"seq": request["seq"], "retire": True, "result": result})
         except Exception as exc:  # a value of the result JSON cannot carry
@@ -213,7 +242,7 @@ def run_process(
         os._exit(0)
     before = state_fingerprint() if keep else {}
     while True:
-        response = serve(request)
+        response = serve(request, functools.partial(answer, {"seq": request["seq"], "progress": True}))
         retire = not keep or "error" in response or not _unchanged(before)
         try:
             if "report" in response:  # a small header line, then the report as one line

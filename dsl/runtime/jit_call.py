@@ -159,6 +159,30 @@ def _specialize_once(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -
 
 
 def _specialize(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Specialization:
+    spec = _load(jit_fn, state, args, kwargs)
+    state.specs[_key(state, args, kwargs)] = spec
+    return spec
+
+
+def build_specialization(jit_fn: Any, args: tuple, kwargs: dict) -> _Specialization:
+    """A loaded specialization for these arguments that no call will pick up: autotuning
+    builds one per config (inside `hint_overrides`), which the call's key cannot tell apart."""
+    try:
+        state = jit_fn._kdsl_state
+    except AttributeError:
+        state = jit_fn._kdsl_state = _JitState(jit_fn)
+    return _load(jit_fn, state, args, kwargs)
+
+
+def launch_specialization(spec: _Specialization, args: tuple, kwargs: dict, stream: Any) -> None:
+    """Runs `spec`'s launcher with the call's arguments, as `call_jit` does."""
+    if spec.direct is not None:
+        return spec.launch(*args[:spec.direct], stream)
+    values = [args[what] if how == "arg" else kwargs[what] if how == "kw" else what for how, what in spec.plan]
+    return spec.launch(*values, stream)
+
+
+def _load(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Specialization:
     from dsl.runtime.driver import current_arch, current_context
     from dsl.targets import TARGETS
 
@@ -181,9 +205,7 @@ def _specialize(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Sp
     rt = Runtime(image, ranges, entry.name, namespace.get("TENSOR_ACCESS"))  # absent from older cache entries
     launch = namespace["bind"](rt)
     direct, plan = _plan(state, args, kwargs, runtime_names)
-    spec = _Specialization(launch, rt, direct, plan, entry, from_disk)
-    state.specs[_key(state, args, kwargs)] = spec
-    return spec
+    return _Specialization(launch, rt, direct, plan, entry, from_disk)
 
 
 def _plan(state: _JitState, args: tuple, kwargs: dict, runtime_names: list[str]) -> tuple[int | None, list]:

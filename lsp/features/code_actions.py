@@ -14,6 +14,7 @@ from lsprotocol import types
 
 from dsl.diagnostics import Diagnostic
 from lsp.convert import ranges_overlap, to_command_action, to_lsp_range, to_quick_fixes
+from lsp.features import tuning
 from lsp.features.code_lens import COMPILE, RUN
 from lsp.features.diagnostics import diagnostics_of
 from lsp.features.symbols import DslFunction
@@ -50,6 +51,7 @@ def code_actions(
             if fn.range.contains_line(line):
                 actions.append(to_command_action(f"Compile {fn.name}", COMPILE, [state.uri, fn.name]))
                 actions.append(to_command_action(f"Run {fn.name} on GPU", RUN, [state.uri, fn.name]))
+        actions.extend(tuning.code_actions(state.uri, state.path, lines, rng, functions))  # a tuned winner
     return actions
 
 
