@@ -108,6 +108,9 @@ CATALOGUE: dict[str, Rule] = {
              "`launch(smem=...)` gives less dynamic shared memory than the kernel's SharedAllocator uses."),
         Rule("DSL206", Severity.ERROR, "shared memory exceeds the target maximum",
              "The kernel's shared memory is larger than the target's per-block maximum."),
+        Rule("DSL207", Severity.ERROR, "instruction of another target",
+             "The kernel uses an instruction the target lacks (wgmma and setmaxnreg need sm_90a), or is "
+             "written for another GPU than the target."),
         Rule("DSL301", Severity.ERROR, "type error in a kernel",
              "Mixed or unsupported types, a bad cast or a bad index in a kernel body."),
         Rule("DSL302", Severity.ERROR, "unsupported Python construct",

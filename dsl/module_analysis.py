@@ -10,22 +10,40 @@ mistakes never hide another's. Jit functions compile from their annotations or
 from __future__ import annotations
 
 import ast
+import collections
+import contextlib
 import copy
+import dataclasses
+import hashlib
 import linecache
 import os
 import sys
 import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from dsl.compiler.api import compile_function, parse_examples
-from dsl.compiler.artifacts import FunctionReport, ModuleReport
+from dsl.compiler.artifacts import FunctionReport, ModuleReport, Resources
+from dsl.compiler.build_options import BuildOptions
 from dsl.diagnostics import CompileError, Diagnostic, SourceRange
+from dsl.frontend import trace_facts
 from dsl.frontend.launch_syntax import launch_syntax
-from dsl.frontend.source import SourceFile, is_user_code
+from dsl.frontend.source import SourceFile, is_user_code, load_file
 from dsl.frontend.static_checks import static_checks
 from dsl.language.decorators import JitFunction, KernelFunction
 
 MODULE_NAME = "__kdsl_analysis__"
+
+
+@dataclass
+class ModuleRun:
+    """What running a module read besides its own text, for caches of its results: the files of
+    the modules it imported first (user and library), and whether an import failed (a module
+    that is missing now may exist later, so such a result is not for keeping)."""
+
+    imported: list[str] = field(default_factory=list)
+    import_failed: bool = False
 
 
 def read_program(path: str, command: str) -> str | None:
@@ -49,14 +67,16 @@ def install_buffer(path: str, source: str) -> None:
     linecache.cache[path] = (len(source), None, lines, path)
 
 
-def run_module(source: str, path: str) -> tuple[dict[str, Any], list[Diagnostic]]:
-    """Executes the top-level statements one by one; returns the namespace and failures."""
+def run_module(source: str, path: str, record: ModuleRun | None = None) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Executes the top-level statements one by one; returns the namespace and failures (and
+    fills in `record`)."""
     install_buffer(path, source)
     try:
-        tree = ast.parse(source, filename=path)
+        file = load_file(path)  # the parse that every function's source lookup then shares
     except SyntaxError:
         return {}, [d for d in static_checks(source, path) if d.code == "DSL003"]
-    file = SourceFile(path, source, tree)
+    codes = _STATEMENT_CODE.get(path, {})
+    _STATEMENT_CODE[path] = kept = {}
     module = types.ModuleType(MODULE_NAME)
     module.__file__ = path
     namespace = module.__dict__
@@ -65,11 +85,11 @@ def run_module(source: str, path: str) -> tuple[dict[str, Any], list[Diagnostic]
     diagnostics: list[Diagnostic] = []
     modules_before = set(sys.modules)
     try:
-        for stmt in tree.body:
-            try:
-                code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", dont_inherit=True)
-            except SyntaxError as err:  # parses, but Python refuses it (`break` outside a loop, ...)
-                diagnostics.append(Diagnostic.make("DSL003", f"syntax error: {err.msg}", _syntax_range(path, err)))
+        for stmt in file.tree.body:
+            key = _statement_key(file, stmt)
+            code = kept[key] = codes.get(key) or _compile_statement(stmt, path)
+            if isinstance(code, SyntaxError):  # parses, but Python refuses it (`break` outside a loop, ...)
+                diagnostics.append(Diagnostic.make("DSL003", f"syntax error: {code.msg}", _syntax_range(path, code)))
                 continue
             try:
                 exec(code, namespace)
@@ -78,6 +98,8 @@ def run_module(source: str, path: str) -> tuple[dict[str, Any], list[Diagnostic]
             except MemoryError:
                 raise  # the worker reports it as running out of memory, not as a statement error
             except Exception as err:  # the user's statement failed: report it, go on
+                if record is not None and isinstance(err, ImportError):
+                    record.import_failed = True
                 diagnostics.append(Diagnostic.make(
                     "DSL001", f"{type(err).__name__}: {err}", _statement_range(file, stmt, err)))
     finally:
@@ -85,17 +107,46 @@ def run_module(source: str, path: str) -> tuple[dict[str, Any], list[Diagnostic]
             sys.modules[MODULE_NAME] = previous
         else:
             sys.modules.pop(MODULE_NAME, None)
-        _forget_user_modules(modules_before)
+        imported = _forget_user_modules(modules_before)
+        if record is not None:
+            record.imported = imported
     return namespace, diagnostics
 
 
-def _forget_user_modules(before: set[str]) -> None:
+# path -> the code of each top-level statement of its last run, by `_statement_key`: a warm
+# worker re-runs a module after every edit, and compiling its unchanged statements again
+# was most of that run's time in a file of a hundred kernels.
+_STATEMENT_CODE: dict[str, dict[tuple[Any, ...], types.CodeType | SyntaxError]] = {}
+
+
+def _statement_key(file: SourceFile, stmt: ast.stmt) -> tuple[Any, ...]:
+    """What a statement's code depends on: its place and the text of its lines (decorators
+    included); the same text at the same place parses, and compiles, the same."""
+    first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+    end = stmt.end_lineno or stmt.lineno
+    where = (stmt.lineno, stmt.col_offset, end, stmt.end_col_offset)
+    return (first, *where, "\n".join(file.lines[first - 1 : end]))
+
+
+def _compile_statement(stmt: ast.stmt, path: str) -> types.CodeType | SyntaxError:
+    try:
+        return compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", dont_inherit=True)
+    except SyntaxError as err:
+        return err
+
+
+def _forget_user_modules(before: set[str]) -> list[str]:
     """Drops the user's own modules imported by this run, so the next run (in a warm
-    worker) sees their current text; libraries stay imported."""
+    worker) sees their current text; libraries stay imported. Returns the files of every
+    module the run imported."""
+    files = set()
     for name in set(sys.modules) - before:
         path = getattr(sys.modules[name], "__file__", None) or ""
+        if path:
+            files.add(os.path.abspath(path))
         if path and is_user_code(name, path):
             del sys.modules[name]
+    return sorted(files)
 
 
 def _syntax_range(path: str, err: SyntaxError) -> SourceRange:
@@ -123,9 +174,23 @@ def dsl_functions(namespace: dict[str, Any], path: str) -> list[tuple[str, Any]]
     return [(name, value) for _, name, value in sorted(found, key=lambda t: t[0])]
 
 
-def analyze_source(source: str, path: str, *, target: str | None = None, until: str = "cubin") -> ModuleReport:
-    """Runs and compiles a buffer; every problem is a diagnostic in the report."""
-    namespace, diagnostics = run_module(source, path)
+def analyze_source(source: str, path: str, *, target: str | None = None, until: str = "cubin",
+                   views: bool = True, record: ModuleRun | None = None,
+                   on_progress: Callable[[], None] | None = None) -> ModuleReport:
+    """Runs and compiles a buffer; every problem is a diagnostic in the report.
+
+    `views=False` is for lint, which wants only the diagnostics: no stage texts or source
+    maps (a build without views transforms one module in place and prints nothing), and a
+    kernel that a compiled jit function launches is not compiled again on its own, with the
+    same specialization: its diagnostics are the jit's (its report has no `compiled`); nor are
+    the tracer's facts recorded (its report has no `values`).
+    `record`, when given, is filled in with what the run imported; `on_progress` is called
+    after the module ran and after each function compiled (the worker's time limit counts
+    per step)."""
+    progress = on_progress or (lambda: None)
+    namespace, diagnostics = run_module(source, path, record)
+    progress()
+    options = analysis_options(views)
     report = ModuleReport(path, diagnostics=diagnostics)
     from dsl.frontend.source import function_source
 
@@ -139,10 +204,12 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
         rng = src.file.def_name_range(src.node)
         examples = parse_examples(fn) or [((), {}, None)]
         compiled, diags = None, []
-        for args, kwargs, ex_range in examples:
-            result, ds = compile_function(fn, args, kwargs, target, until=until, example_range=ex_range)
-            compiled = compiled or result
-            diags += [d for d in ds if d not in diags]
+        with _recording(views) as facts:  # what tracing bound each name to, for the editor
+            for args, kwargs, ex_range in examples:
+                result, ds = compile_function(fn, args, kwargs, target, until=until, example_range=ex_range,
+                                              options=options)
+                compiled = compiled or result
+                diags += [d for d in ds if d not in diags]
         if compiled is None:
             launched_by_failed_jit |= _launched_names(src.node)
         else:
@@ -151,23 +218,42 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
                 key = id(kernel)
                 if key not in used_specs:
                     used_specs[key] = (tuple(launch.kernel.params), launch.kernel.block)
-        report.functions.append(FunctionReport(name, "jit", rng, compiled, diags))
+        report.functions.append(FunctionReport(name, "jit", rng, compiled, diags, _facts_in(facts, path)))
+        progress()
     for name, fn in functions:
         if not isinstance(fn, KernelFunction):
             continue
         src = function_source(fn.fn)
         rng = src.file.def_name_range(src.node)
-        if id(fn) in used_specs:
-            params, block = used_specs[id(fn)]
-            compiled, diags = _compile_kernel_spec(fn, list(params), block, target, until)
-        else:
-            compiled, diags = compile_function(fn, (), {}, target, until=until)
-            if name in launched_by_failed_jit:
-                # its types come from the launch; the jit's own error is the one to fix
-                diags = [d for d in diags if d.code != "DSL103"]
-        report.functions.append(FunctionReport(name, "kernel", rng, compiled, diags))
+        if id(fn) in used_specs and not views:
+            # Compiled inside a jit function that launches it, with the same specialization:
+            # its diagnostics are the jit's, and without views nothing shows its own stages.
+            report.functions.append(FunctionReport(name, "kernel", rng, None, []))
+            continue
+        with _recording(views) as facts:
+            if id(fn) in used_specs:
+                params, block = used_specs[id(fn)]
+                compiled, diags = _compile_kernel_spec(fn, list(params), block, target, until, options)
+            else:
+                compiled, diags = compile_function(fn, (), {}, target, until=until, options=options)
+                if name in launched_by_failed_jit:
+                    # its types come from the launch; the jit's own error is the one to fix
+                    diags = [d for d in diags if d.code != "DSL103"]
+        report.functions.append(FunctionReport(name, "kernel", rng, compiled, diags, _facts_in(facts, path)))
+        progress()
     report.functions.sort(key=lambda f: f.range.line)
     return report
+
+
+def _recording(views: bool) -> contextlib.AbstractContextManager[trace_facts.FactRecorder | None]:
+    """The tracer's facts are for the editor's hints and tokens; lint (no views) records none,
+    which is a fifth of compiling a small kernel."""
+    return trace_facts.recording() if views else contextlib.nullcontext(None)
+
+
+def _facts_in(recorder: trace_facts.FactRecorder | None, path: str) -> list[trace_facts.ValueFact]:
+    """The recorded facts about `path` (helpers of other files are not this report's to show)."""
+    return [] if recorder is None else [fact for fact in recorder.facts() if fact.range.file == path]
 
 
 def _launched_names(node: ast.AST) -> set[str]:
@@ -176,8 +262,10 @@ def _launched_names(node: ast.AST) -> set[str]:
     return {launch.kernel.id for launch in launches if launch is not None and isinstance(launch.kernel, ast.Name)}
 
 
-def _compile_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, target: str | None, until: str):
+def _compile_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, target: str | None, until: str,
+                         options: BuildOptions):
     """Compiles a kernel alone with the specialization a jit launch gave it."""
+    from dsl.language.tensor_cores import TensorMapSpec
     from dsl.language.types import TensorSpec
 
     args = []
@@ -186,11 +274,40 @@ def _compile_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, targ
             args.append(TensorSpec(p.dtype, rank=p.rank))
         elif p.kind == "scalar":
             args.append(p.dtype)
+        elif p.kind == "tensor_map":
+            args.append(TensorMapSpec(p.dtype, *p.value))
         else:
             args.append(p.value)
     if block is not None and fn.known_block_size is None:
         fn = copy.copy(fn)  # the inferred contract, for this compile only: the user's object is left alone
         fn.known_block_size = list(block)
-    compiled, diagnostics = compile_function(fn, tuple(args), {}, target, until=until)
+    compiled, diagnostics = compile_function(fn, tuple(args), {}, target, until=until, options=options)
     # annotation mismatches belong to the launch that passed the arguments (reported there)
     return compiled, [d for d in diagnostics if d.code != "DSL101"]
+
+
+def analysis_options(views: bool) -> BuildOptions:
+    return BuildOptions(views=views, assembler=assemble_once)
+
+
+# (sha256 of the PTX, architecture) -> what ptxas made of it, most recent last
+_ASSEMBLED: collections.OrderedDict[tuple[str, str], tuple[bytes, dict[str, Resources], str]] = (
+    collections.OrderedDict())
+_ASSEMBLED_MAX = 64
+
+
+def assemble_once(ptx: str, arch: str) -> tuple[bytes, dict[str, Resources], str]:
+    """ptxas, once per PTX text: a kernel a jit function launches compiles to the same PTX
+    alone as inside the jit (the report has both), and a ptxas process is most of the time
+    of compiling a small kernel. The resources are copies (the compiler fills them in)."""
+    from dsl.compiler import toolchain
+
+    key = (hashlib.sha256(ptx.encode()).hexdigest(), arch)
+    done = _ASSEMBLED.get(key)
+    if done is None:
+        done = _ASSEMBLED[key] = toolchain.assemble(ptx, arch)
+        while len(_ASSEMBLED) > _ASSEMBLED_MAX:
+            _ASSEMBLED.popitem(last=False)
+    _ASSEMBLED.move_to_end(key)
+    cubin, resources, log = done
+    return cubin, {name: dataclasses.replace(r) for name, r in resources.items()}, log

@@ -33,7 +33,7 @@ class Target:
     # What `dsl.sm_count()` answers where no GPU is present (the editor, CI): the SM count of
     # the architecture's data-center part. A run reads the real device's count.
     sm_count: int = 108
-    ptx_version: int = 80  # the PTX ISA the back end emits (8.1 for sm_89's fp8 conversions)
+    ptx_version: int = 80  # the PTX ISA the back end emits (8.4 on sm_89+: fp8 mma.sync)
 
     @property
     def compute_capability(self) -> tuple[int, int]:
@@ -48,9 +48,13 @@ TARGETS: dict[str, Target] = {
         Target("sm_86", max_smem_per_block=99 * 1024, smem_per_sm=100 * 1024,
                max_warps_per_sm=48, max_blocks_per_sm=16, sm_count=84),  # A40
         Target("sm_89", max_smem_per_block=99 * 1024, smem_per_sm=100 * 1024,
-               max_warps_per_sm=48, max_blocks_per_sm=24, sm_count=142, ptx_version=81),  # L40S
+               max_warps_per_sm=48, max_blocks_per_sm=24, sm_count=142, ptx_version=84),  # L40S
         Target("sm_90", max_smem_per_block=227 * 1024, smem_per_sm=228 * 1024, max_cluster_size=8,
-               sm_count=132),  # H100 / H200 SXM
+               sm_count=132, ptx_version=84),  # H100 / H200 SXM
+        # Hopper with its architecture-specific instructions (wgmma, setmaxnreg): the same
+        # GPU as sm_90, whose cubins run only there.
+        Target("sm_90a", max_smem_per_block=227 * 1024, smem_per_sm=228 * 1024, max_cluster_size=8,
+               sm_count=132, ptx_version=84),
     )
 }
 

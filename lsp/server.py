@@ -32,8 +32,7 @@ from lsp.session import DocumentStore
 from lsp.settings import ConfigurationPull, Settings, make_worker, parse_settings, worker_options
 
 if TYPE_CHECKING:
-    from dsl.compiler.artifacts import ModuleReport
-    from lsp.worker import AnalysisWorker
+    from lsp.worker import Analysis, AnalysisWorker
 
 __version__ = "0.1.0"
 log = logging.getLogger(__name__)
@@ -167,14 +166,16 @@ class KdslLanguageServer(LanguageServer):
             self._worker = make_worker(self.settings)
         return self._worker
 
-    async def analyze(self, text: str, path: str) -> ModuleReport:
-        """Runs the compiler tier on `text` in the worker; cancelling this kills the user code."""
+    async def analyze(self, text: str, path: str) -> Analysis:
+        """Runs the compiler tier on `text` in the worker (its report, and what the run
+        imported); cancelling this stops the user code."""
         await self.configuration.ready()  # the pulled settings may withdraw trust: wait for them
         if not self.settings.trusted:
             from dsl.compiler.artifacts import ModuleReport
+            from lsp.worker import Analysis
 
-            return ModuleReport(path)
-        return await self.worker().analyze(text, path, self.settings.target)
+            return Analysis(ModuleReport(path))
+        return await self.worker().analysis(text, path, self.settings.target)
 
     async def warm_up(self) -> None:
         """Starts the worker early; a failure here shows up again, as a diagnostic, on first use."""
@@ -190,10 +191,25 @@ class KdslLanguageServer(LanguageServer):
 
 
 def make_server() -> KdslLanguageServer:
-    from lsp.features import code_actions, code_lens, commands, diagnostics, hover, ir, symbols
+    from lsp.features import (
+        code_actions,
+        code_lens,
+        commands,
+        completion,
+        diagnostics,
+        hover,
+        inlay_hints,
+        ir,
+        semantic_tokens,
+        signature_help,
+        symbols,
+        tuning,
+    )
 
     server = KdslLanguageServer()
-    for feature in (diagnostics, hover, ir, code_lens, code_actions, commands, symbols):
+    for feature in (diagnostics, hover, ir, code_lens, code_actions, commands, symbols, tuning):
+        feature.register(server)
+    for feature in (completion, signature_help, inlay_hints, semantic_tokens):  # editor intelligence
         feature.register(server)
 
     @server.feature(types.INITIALIZE)

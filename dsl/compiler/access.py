@@ -25,7 +25,7 @@ from mlir import ir
 
 from dsl.compiler.artifacts import TensorAccess
 
-_READS = {"llvm.load": 0}  # op name -> operand index of the address
+_READS = {"llvm.load": 0, "nvvm.cp.async.shared.global": 1}  # op name -> operand index of the address
 _WRITES = {"llvm.store": 1, "llvm.atomicrmw": 0, "llvm.cmpxchg": 0}
 
 
@@ -64,6 +64,7 @@ def _follow(pointer: Any, p: Any, access: TensorAccess | None) -> TensorAccess |
 
 def _alignment(op: Any, p: Any) -> int:
     attrs = op.attributes
-    if "alignment" in attrs:
-        return max(int(ir.IntegerAttr(attrs["alignment"]).value), p.dtype.nbytes)
+    for name in ("alignment", "size"):  # a load's promise; an async copy's bytes (it needs them aligned)
+        if name in attrs:
+            return max(int(ir.IntegerAttr(attrs[name]).value), p.dtype.nbytes)
     return p.dtype.nbytes

@@ -9,6 +9,7 @@ diagnostics from every kernel the function launches, not just the first failure.
 from __future__ import annotations
 
 import ast
+import contextlib
 import threading
 import warnings
 from typing import Any
@@ -23,13 +24,13 @@ from dsl.compiler.float_flags import float_flags
 from dsl.compiler.pipeline import Build, StageError, attach_error_collector, run_pipeline
 from dsl.compiler.specs import resolve_params
 from dsl.diagnostics import CompileError, Diagnostic, DiagnosticError, DiagnosticSink, DiagnosticWarning, SourceRange
-from dsl.frontend import ops
+from dsl.frontend import ops, trace_facts
 from dsl.frontend.kernel_tracer import TracedKernel, ensure_dynamic_smem_global, trace_kernel
 from dsl.frontend.params import ParamSpec
 from dsl.frontend.source import FunctionSource, function_source
-from dsl.frontend.static_checks import check_hints, check_known_block_size
+from dsl.frontend.static_checks import check_hints, check_known_block_size, decorator_info
 from dsl.language.decorators import JitFunction, KernelFunction
-from dsl.targets import Target, get_target, theoretical_occupancy
+from dsl.targets import TARGETS, Target, get_target, theoretical_occupancy
 
 _CONTEXTS = threading.local()
 
@@ -61,7 +62,8 @@ class FunctionCompiler:
         self.symbols: set[str] = set()
         self.float_flags: dict[str, str] = {}  # gpu.func symbol -> its #arith.fastmath flags
         self.access: dict[str, dict[str, TensorAccess]] = {}  # gpu.func symbol -> its tensors' accesses
-        self._dynamic_smem_declared = False
+        self._dynamic_smem: Any = None
+        self._dynamic_smem_align = 16
         with self.context, ir.Location.unknown():
             self.module = ir.Module.create()
             self.module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
@@ -71,16 +73,46 @@ class FunctionCompiler:
             self.gpu_module.regions[0].blocks.append()
         self.gpu_ip = ir.InsertionPoint(self.gpu_module.regions[0].blocks[0])
 
-    def _declare_dynamic_smem(self) -> None:
-        if not self._dynamic_smem_declared:
-            ensure_dynamic_smem_global(self.gpu_ip)
-            self._dynamic_smem_declared = True
+    def _declare_dynamic_smem(self, align: int = 16) -> None:
+        """One extern shared array per module, aligned for the most aligned array carved from it."""
+        if self._dynamic_smem is None:
+            self._dynamic_smem = ensure_dynamic_smem_global(self.gpu_ip)
+            self._dynamic_smem_align = 16
+        if align > self._dynamic_smem_align:
+            self._dynamic_smem.attributes["alignment"] = ops.i64_attr(align)
+            self._dynamic_smem_align = align
 
     def _gpu_func(self, symbol: str) -> Any:
         for op in self.gpu_module.regions[0].blocks[0].operations:
             if op.name == "gpu.func" and ir.StringAttr(op.attributes["sym_name"]).value == symbol:
                 return op
         raise KeyError(symbol)
+
+    def kernel_target(self, kernel: KernelFunction, src: FunctionSource) -> Target | None:
+        """The target `kernel` is traced for: the module's, or the architecture-specific one
+        the kernel is written for (`@dsl.kernel(target="sm_90a")`), which the whole module then
+        compiles for when it is the same GPU (sm_90 -> sm_90a). Another GPU is DSL207; None
+        after reporting it."""
+        if kernel.target is None:
+            return self.target
+        _, dec, _ = decorator_info(src.node)
+        node = next((kw.value for kw in dec.keywords if kw.arg == "target"), dec) if isinstance(dec, ast.Call) \
+            else dec
+        where = src.file.range_of(node) if node is not None else src.file.def_name_range(src.node)
+        if kernel.target not in TARGETS:
+            self.sink.add(Diagnostic.make("DSL201", f"target must be one of {', '.join(TARGETS)}, not "
+                                          f"{kernel.target!r}", where))
+            return None
+        pinned = get_target(kernel.target)
+        if pinned.name != self.target.name:
+            if pinned.compute_capability != self.target.compute_capability or not pinned.name.endswith("a"):
+                self.sink.add(Diagnostic.make(
+                    "DSL207", f"kernel '{kernel.kernel_name}' is written for {pinned.name}, which runs only on compute "
+                    f"capability {'.'.join(map(str, pinned.compute_capability))}; the target is {self.target.name}",
+                    where))
+                return None
+            self.target = pinned  # sm_90 -> sm_90a: the same GPU, with its own instructions
+        return pinned
 
     def known_block_size(self, kernel: KernelFunction) -> tuple[tuple[int, int, int], SourceRange | None] | None:
         """The kernel's validated contract, or None; a malformed one raises DSL201."""
@@ -99,7 +131,11 @@ class FunctionCompiler:
         if key in self.kernels:
             return self.kernels[key]
         src = function_source(kernel.fn)
-        problems = check_hints(src.file, src.node, kernel.hints, self.target.name)
+        target = self.kernel_target(kernel, src)
+        if target is None:
+            self.kernels[key] = None
+            return None
+        problems = check_hints(src.file, src.node, kernel.hints, target.name)
         if problems:  # DSL201 at the decorator arguments; the launch says the kernel failed
             for diag in problems:
                 self.sink.add(diag)
@@ -113,7 +149,7 @@ class FunctionCompiler:
         self.symbols.add(symbol)
         self.float_flags[symbol] = float_flags(kernel.hints)
         with self.context:
-            traced = trace_kernel(kernel, src, specs, block, symbol, self.gpu_ip, self.target, self.sink,
+            traced = trace_kernel(kernel, src, specs, block, symbol, self.gpu_ip, target, self.sink,
                                   self._declare_dynamic_smem)
             if traced is not None:  # read now: the lowering replaces the gpu.func
                 self.access[symbol] = tensor_access(self._gpu_func(symbol), specs)
@@ -154,16 +190,21 @@ def _compile_function(fn: Any, args: tuple, kwargs: dict | None, target: str | N
         return None, sink.items
     key = cache.function_key(fn, src, params, tgt.name, until + options.cache_tag())
     hit = cache.MEMORY.get(key)
-    if hit is not None:
-        compiled, diags = hit
+    # a result compiled while nobody recorded the tracer's facts is traced again for a recording
+    if hit is not None and (hit[2] is not None or trace_facts.current() is None):
+        compiled, diags, facts = hit
+        trace_facts.replay(facts)  # what tracing it told the editor, as if it were traced now
         return compiled, list(diags)
-    try:
-        compiled = _build(fn, kind, src, params, tgt, sink, until, options)
-    except Exception as err:  # never a bare traceback: report where the function is
-        sink.add(Diagnostic.make("DSL402", f"internal compiler error: {type(err).__name__}: {err}",
-                                 src.file.def_name_range(src.node)))
-        return None, sink.items
-    cache.MEMORY.put(key, (compiled, tuple(sink.items)))
+    recording = trace_facts.recording() if trace_facts.current() is not None else contextlib.nullcontext()
+    with recording as recorder:
+        try:
+            compiled = _build(fn, kind, src, params, tgt, sink, until, options)
+        except Exception as err:  # never a bare traceback: report where the function is
+            sink.add(Diagnostic.make("DSL402", f"internal compiler error: {type(err).__name__}: {err}",
+                                     src.file.def_name_range(src.node)))
+            return None, sink.items
+    facts = tuple(recorder.facts()) if recorder is not None else None
+    cache.MEMORY.put(key, (compiled, tuple(sink.items), facts))
     return compiled, sink.items
 
 
@@ -193,6 +234,7 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
         if not sink.errors:
             sink.add(Diagnostic.make("DSL402", f"'{name}' did not compile", def_range))
         return None
+    tgt = fc.target  # a kernel written for sm_90a makes an sm_90 module sm_90a
     build = Build(fc.module, fc.context, tgt, def_range, options=options, float_flags=fc.float_flags)
     collector = [build]
     handler = attach_error_collector(fc.context, collector)
@@ -226,7 +268,8 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
         compiled.kernels.append(KernelInfo(k.symbol, k.source_name, k.block, k.dynamic_smem, res,
                                            fc.access.get(k.symbol, {})))
         for launch in launches:
-            if launch.kernel is k and res is not None and res.occupancy is not None and res.occupancy < 0.5:
+            if (launch.kernel is k and res is not None and res.occupancy is not None and res.occupancy < 0.5
+                    and k.blocks_per_sm is None):  # a declared minnctapersm says the occupancy is chosen
                 sink.add(Diagnostic.make(
                     "DSL502", f"theoretical occupancy of '{k.symbol}' is {res.occupancy:.0%} with block "
                     f"{list(k.block)} ({res.registers} registers, {res.static_smem + k.dynamic_smem} bytes smem)",

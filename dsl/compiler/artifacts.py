@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsl.diagnostics import Diagnostic, SourceRange
+from dsl.frontend.trace_facts import ValueFact
 from dsl.records import Record, from_json_fields, to_json_fields
 
 
@@ -28,6 +29,7 @@ class Resources(Record):
     max_threads_per_block: int = 1024
     occupancy: float | None = None  # theoretical, for `block_threads`
     block_threads: int | None = None
+    tensor_cores: dict[str, int] = field(default_factory=dict)  # SASS tensor-core opcode -> count
 
     def summary(self) -> str:
         text = f"{self.registers} regs"
@@ -40,6 +42,8 @@ class Resources(Record):
             text += f", occupancy {self.occupancy:.0%}"
             if self.block_threads:
                 text += f" @ {self.block_threads} threads"
+        if self.tensor_cores:
+            text += ", tensor cores " + " ".join(f"{n} {op}" for op, n in sorted(self.tensor_cores.items()))
         return text
 
 
@@ -200,6 +204,7 @@ class FunctionReport(Record):
     range: SourceRange  # the function's name in its `def`
     compiled: CompiledFunction | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    values: list[ValueFact] = field(default_factory=list)  # what tracing bound each name to (the editor's hints)
 
 @dataclass
 class ModuleReport(Record):

@@ -98,6 +98,6 @@ def tensor_access(launches: list[Any], access: dict) -> dict[str, tuple[int, str
                         writer = site
                     out[host] = (align, align_site, writer)
                 position += len(tensor_layout(p.rank))
-            elif p.kind == "scalar":
+            elif p.kind in ("scalar", "tensor_map"):
                 position += 1
     return out

@@ -8,6 +8,7 @@ MLIR or the tools become DSL401 / DSL402 diagnostics at the Python range of the 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -112,9 +113,34 @@ def stage_lowered(build: Build) -> None:
         PassManager.parse(lowering, build.context).run(lowered.operation)
     except ir.MLIRError as err:
         raise _mlir_errors(build, "DSL402", "lowering to NVVM failed", err) from None
+    pass_tensor_maps_by_value(lowered)
     build.lowered_module = lowered
     if build.options.views:
         build.texts["lowered"], build.maps["lowered"] = source_maps.mlir_text_and_map(_printed(lowered.operation))
+
+
+def pass_tensor_maps_by_value(module: Any) -> None:
+    """Kernel parameters of generic pointer type are TMA tensor maps (tensors are global
+    pointers): each becomes a 128-byte, 64-byte aligned `__grid_constant__` parameter, which the
+    launcher fills with the `CUtensorMap` itself. The lowering drops argument attributes it
+    does not know, so they are set on the lowered `llvm.func`."""
+    generic = ir.Type.parse("!llvm.ptr")
+    by_value = None
+    for op in _gpu_module(module).regions[0].blocks[0].operations:
+        if op.name != "llvm.func" or "nvvm.kernel" not in op.attributes:
+            continue
+        arguments = op.regions[0].blocks[0].arguments
+        if not any(a.type == generic for a in arguments):
+            continue
+        if by_value is None:
+            by_value = ir.DictAttr.get({
+                "llvm.byval": ir.TypeAttr.get(ir.Type.parse("!llvm.array<128 x i8>")),
+                "llvm.align": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 64),
+                "nvvm.grid_constant": ir.UnitAttr.get()})
+        old = ir.ArrayAttr(op.attributes["arg_attrs"]) if "arg_attrs" in op.attributes else None
+        op.attributes["arg_attrs"] = ir.ArrayAttr.get([
+            by_value if a.type == generic else (old[k] if old is not None else ir.DictAttr.get({}))
+            for k, a in enumerate(arguments)])
 
 
 def _nvvm_target_with_libdevice(chip: str, ptx: int) -> Any:
@@ -174,9 +200,31 @@ def stage_cubin(build: Build) -> None:
         raise StageError([Diagnostic.make("DSL402", f"ptxas failed: {err}", build.fallback_range)]) from None
     build.cubin = cubin
     build.resources = resources
+    if build.options.views and _TENSOR_CORE_PTX.search(build.texts["ptx"]):
+        count_tensor_core_instructions(build)
+
+
+_TENSOR_CORE_PTX = re.compile(r"^\s*(?:mma\.sync|wgmma\.mma_async)", re.M)
+
+
+def count_tensor_core_instructions(build: Build) -> None:
+    """The tensor-core instruction mix of each kernel, from the SASS (`HMMA`, `HGMMA`, ...):
+    made only for kernels whose PTX uses tensor cores, and only with the views (the
+    disassembler costs about half a second)."""
+    view = source_maps.sass_view(build.cubin)
+    if view is None:
+        return
+    build.texts.setdefault("sass", view[0])
+    build.maps.setdefault("sass", view[1])
+    for symbol, mix in source_maps.sass_tensor_core_mix(view[0]).items():
+        res = build.resources.get(symbol)
+        if res is not None and mix:
+            res.tensor_cores = mix
 
 
 def stage_sass(build: Build) -> None:
+    if "sass" in build.texts:  # made with the tensor-core mix already
+        return
     view = source_maps.sass_view(build.cubin)
     if view is not None:
         build.texts["sass"], build.maps["sass"] = view

@@ -8,6 +8,7 @@ the helper's own line — the code that actually produced the op.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from dsl.compiler.artifacts import SourceMap
 from dsl.diagnostics import SourceRange
@@ -160,3 +161,85 @@ def sass_view(cubin: bytes | None) -> tuple[str, SourceMap] | None:
     except toolchain.ToolError:
         return None
     return None if text is None else (text, sass_map(text))
+
+
+# -- what each source line costs in SASS ---------------------------------------------------------
+
+_SASS_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_]*)(?:\.[\w.]*)?\s*(.*)$")
+_SASS_LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+# By opcode: global memory (loads, stores, atomics and reductions, async copies from global, TMA),
+# shared memory (loads, stores, atomics, ldmatrix / stmatrix) and the tensor cores (warp MMA,
+# Hopper warpgroup MMA).
+GLOBAL_OPCODES = frozenset({"LDG", "STG", "ATOMG", "ATOM", "RED", "REDG", "LDGSTS", "UTMALDG", "UTMASTG",
+                            "UBLKCP", "UTMAREDG"})
+SHARED_OPCODES = frozenset({"LDS", "STS", "ATOMS", "LDSM", "STSM"})
+TENSOR_CORE_OPCODES = frozenset({"HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "IGMMA", "QGMMA", "BGMMA", "OMMA"})
+
+
+@dataclass(frozen=True)
+class LineCost:
+    """The SASS one Python line became: instructions in all, and those that touch global
+    memory, shared memory or the tensor cores."""
+
+    file: str
+    line: int
+    instructions: int = 0
+    global_memory: int = 0
+    shared_memory: int = 0
+    tensor_core: int = 0
+
+    def summary(self) -> str:
+        """`12 SASS: 3 global, 1 shared, 2 tensor-core` (the kinds that occur)."""
+        kinds = [(self.global_memory, "global"), (self.shared_memory, "shared"), (self.tensor_core, "tensor-core")]
+        parts = [f"{count} {name}" for count, name in kinds if count]
+        return f"{self.instructions} SASS" + (": " + ", ".join(parts) if parts else "")
+
+
+def sass_line_costs(text: str) -> list[LineCost]:
+    """Per source line (in file order), what the SASS of `sass_view` spends on it. Padding
+    after the last instruction (`NOP`s and the branch-to-self that ends a function) is no
+    line's cost."""
+    counts: dict[tuple[str, int], list[int]] = {}
+    current: tuple[str, int] | None = None
+    label = None
+    for raw in text.splitlines():
+        if m := _SASS_LINE.search(raw):
+            current = (m.group(1), int(m.group(2)))
+            continue
+        if m := _SASS_LABEL.match(raw):
+            label = m.group(1)
+            continue
+        m = _SASS_INSTRUCTION.match(raw)
+        if m is None:
+            if raw.startswith("//-----"):
+                current = None  # the next function's section
+            continue
+        opcode, operands = m.group(1), m.group(2)
+        self_branch = opcode == "BRA" and label is not None and f"({label})" in operands
+        label = None
+        if current is None or opcode == "NOP" or self_branch:
+            continue
+        entry = counts.setdefault(current, [0, 0, 0, 0])
+        entry[0] += 1
+        entry[1] += opcode in GLOBAL_OPCODES
+        entry[2] += opcode in SHARED_OPCODES
+        entry[3] += opcode in TENSOR_CORE_OPCODES
+    return [LineCost(file, line, *entry) for (file, line), entry in sorted(counts.items())]
+
+
+_SASS_FUNCTION = re.compile(r"^//-+ \.text\.(\S+)")
+
+
+def sass_tensor_core_mix(text: str) -> dict[str, dict[str, int]]:
+    """Per function of a SASS listing, how many of each tensor-core instruction it holds
+    (`{"gemm_kernel": {"HGMMA": 4}}`), for the resource summaries the editor shows."""
+    mix: dict[str, dict[str, int]] = {}
+    current: dict[str, int] | None = None
+    for raw in text.splitlines():
+        if m := _SASS_FUNCTION.match(raw):
+            current = mix.setdefault(m.group(1), {})
+            continue
+        m = _SASS_INSTRUCTION.match(raw)
+        if m is not None and current is not None and m.group(1) in TENSOR_CORE_OPCODES:
+            current[m.group(1)] = current.get(m.group(1), 0) + 1
+    return mix

@@ -20,6 +20,7 @@ from dsl.frontend.static_checks import (
     mismatch_fixes,
     not_dsl_type_message,
 )
+from dsl.language.tensor_cores import TensorMapSpec
 from dsl.language.types import (
     ConstexprType,
     DType,
@@ -100,6 +101,8 @@ def _from_value(name: str, value: Any, ann: Any, is_jit: bool, sink: DiagnosticS
 
     if isinstance(ann, ConstexprType):
         return ParamSpec(name, "constexpr", value=value)
+    if isinstance(value, TensorMapSpec):
+        return ParamSpec(name, "tensor_map", value.dtype, len(value.box), (value.box, value.swizzle))
     if isinstance(value, TensorSpec | TensorType):
         spec = value.type if isinstance(value, TensorSpec) else value
         _check_tensor(ann, spec.dtype, spec.rank, mismatch)

@@ -51,10 +51,12 @@ from dsl.frontend.static_checks import (
     contract_diagnostic,
     mismatch_fixes,
 )
+from dsl.frontend.tensor_maps import HostTensorMap, tensor_map
 from dsl.frontend.tracer import Tracer, _Cascade
 from dsl.frontend.values import BoundMethod, DSLTypeError, Scalar, ShapeView, type_name
 from dsl.language import device as D
 from dsl.language import intrinsics as I
+from dsl.language import tensor_cores as T
 from dsl.language.types import ConstexprType, DType, TensorType, boolean, evaluate_annotation, i32
 
 
@@ -142,6 +144,8 @@ class HostTracer(HostRunTimeFacts, Tracer):
             if len(args) != 1 or kwargs:
                 raise DSLTypeError("dsl.device_attribute takes one attribute name")
             return self.device_attribute(args[0])
+        if fn is T.tensor_map:
+            return tensor_map(self, args, kwargs)
         if fn is I.cdiv:
             a, b = args
             if isinstance(a, int) and isinstance(b, int):
@@ -289,6 +293,14 @@ class HostTracer(HostRunTimeFacts, Tracer):
                 if isinstance(value, Scalar | HostTensor):
                     raise self.fail("DSL301", node, f"'{name}' is Constexpr; pass a compile-time value")
                 out.append((ParamSpec(name, "constexpr", value=value), value, node))
+            elif isinstance(value, HostTensorMap):
+                if ann is not T.TensorMap and param.annotation is not inspect.Parameter.empty:
+                    raise self.fail("DSL301", node, f"'{name}' gets a tensor map; annotate it dsl.TensorMap")
+                out.append((ParamSpec(name, "tensor_map", value.dtype, value.rank, (value.box, value.swizzle)),
+                            value, node))
+            elif ann is T.TensorMap:
+                raise self.fail("DSL301", node, f"'{name}' is a dsl.TensorMap parameter; pass "
+                                f"dsl.tensor_map(tensor, box=...), not {type_name(value)}")
             elif isinstance(value, HostTensor):
                 want = ann if isinstance(ann, TensorType) else None
                 if want is not None and want.dtype is not None and (
@@ -339,6 +351,9 @@ class HostTracer(HostRunTimeFacts, Tracer):
                             (value.shape if flat.role == "shape" else value.strides)[flat.axis].value)
                     operands.append(part)
                     arg_exprs.append((flat.expr(value.name), flat.type_code))
+            elif spec.kind == "tensor_map":
+                operands.append(value.value)
+                arg_exprs.append((value.expr, "tmap"))
             elif spec.kind == "scalar":
                 scalar = A.cast(A.to_scalar(value, spec.dtype), spec.dtype)
                 operands.append(scalar.value)
@@ -401,6 +416,7 @@ def trace_host(src: FunctionSource, fn: Any, params: list[ParamSpec], compiler: 
         else:
             env[p.name] = p.value
     tracer.frames.append(Frame(file, env, {**fn.__globals__, **closure_vars(fn)}))
+    tracer.record_parameters(node)
     with ir.InsertionPoint(entry), location(file.range_of(node)):
         tracer.run_recovering(node.body)
         ops.create("func.return")

@@ -2,7 +2,7 @@
 
 `IMPLS` maps each user-facing object of `dsl.language.intrinsics` to a function
 `(tracer, args, kwargs) -> value` that emits its ops at the current insertion point. The
-emitters live by concept: `math_ops.py`, `warp_ops.py`, `atomic_ops.py`; thread indices,
+emitters live by concept: `math_ops.py`, `warp_ops.py`, `atomic_ops.py`, `tensor_core_ops.py`; thread indices,
 barriers, printf, casts and vectors are here.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from mlir import ir
 
 from dsl.frontend import arith as A
-from dsl.frontend import atomic_ops, math_ops, ops, warp_ops
+from dsl.frontend import atomic_ops, math_ops, ops, tensor_core_ops, warp_ops
 from dsl.frontend.math_ops import classify, exp2_based, math_op
 from dsl.frontend.values import DSLTypeError, Scalar, Vector, type_name
 from dsl.language import intrinsics as I
@@ -71,8 +71,8 @@ def _bitcast(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
 
 
 def _vector(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Vector:
-    if len(args) not in (2, 4, 8, 16):
-        raise DSLTypeError("dsl.vector takes 2, 4, 8 or 16 scalars")
+    if len(args) < 2:
+        raise DSLTypeError("dsl.vector takes two or more scalars")
     first = next((a for a in args if isinstance(a, Scalar)), None)
     dtype = first.dtype if first else A.literal_type(args[0])
     scalars = [A.to_scalar(a, dtype) for a in args]
@@ -142,4 +142,6 @@ IMPLS: dict[Any, Any] = {
     I.vector: _vector,
     I.cdiv: _cdiv,
     I.SharedAllocator: _shared_allocator,
+    # tensor cores, async copies, TMA, mbarriers (tensor_core_ops.py)
+    **tensor_core_ops.IMPLS,
 }

@@ -22,25 +22,28 @@ from typing import Any
 
 from mlir import ir
 
-from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceRange
+from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, Fix, SourceRange, TextEdit
 from dsl.frontend import arith as A
 from dsl.frontend import memory, ops
 from dsl.frontend.intrinsic_ops import IMPLS, dim3
 from dsl.frontend.params import ParamSpec, flatten_params, tensor_layout
 from dsl.frontend.source import FunctionSource, closure_vars, location
+from dsl.frontend.static_checks import decorator_info
 from dsl.frontend.tracer import Frame, Tracer
 from dsl.frontend.values import (
     BoundMethod,
+    DSLTargetError,
     DSLTypeError,
     Scalar,
     ShapeView,
     SharedAllocatorState,
     SharedArray,
+    TensorMapRef,
     TensorRef,
     type_name,
 )
-from dsl.language import device as D
 from dsl.language import intrinsics as I
+from dsl.language.placement import HOST, placement
 from dsl.language.types import DType, i32
 
 DYNAMIC_SMEM_SYMBOL = "__kdsl_dynamic_smem"
@@ -70,6 +73,7 @@ class TracedKernel:
     dynamic_smem: int  # bytes known at compile time (with a run-time array: the bytes before it)
     def_range: SourceRange
     smem_extent: SmemExtent | None = None
+    blocks_per_sm: int | None = None  # what `minnctapersm` declares: the occupancy is the author's choice
 
 
 class _RuntimeExtent(Scalar):
@@ -117,7 +121,18 @@ class KernelTracer(Tracer):
         self.smem_extent: SmemExtent | None = None
         self.param_sources: list[tuple[Any, tuple]] = []  # (entry block argument, what it is)
         self._smem_count = 0
-        self.declare_dynamic_smem: Any = lambda: None  # set by the compiler: one global per module
+        self.declare_dynamic_smem: Any = lambda align: None  # set by the compiler: one global per module
+        self.kernel_source: FunctionSource | None = None  # for fixes that edit the decorator
+
+    def target_diagnostic(self, node: ast.AST, err: DSLTargetError) -> Diagnostic:
+        """DSL207 with the fix that says which architecture the kernel is written for."""
+        diag = super().target_diagnostic(node, err)
+        src = self.kernel_source
+        if src is None:
+            return diag
+        _, dec, _ = decorator_info(src.node)
+        fix = pin_target_fix(src.file, dec, err.target) if dec is not None else None
+        return Diagnostic.make("DSL207", diag.message, diag.range, fixes=[fix] if fix else [])
 
     # ----- intrinsics and attributes ----------------------------------------------------
     def is_intrinsic(self, fn: Any) -> bool:
@@ -182,7 +197,7 @@ class KernelTracer(Tracer):
                             "kernels are launched from @jit functions")
         if isinstance(fn, JitFunction):
             raise self.fail("DSL302", node, "a @jit function cannot be called from a kernel")
-        if fn is D.sm_count or fn is D.device_attribute:
+        if placement(fn) == HOST:
             raise self.fail("DSL302", node, f"dsl.{fn.__name__}() is read by the launcher: call it in the @jit "
                             "function and pass the value to the kernel (or use dsl.grid_dim)")
         return super().call(node, fn, args, kwargs)
@@ -208,13 +223,15 @@ class KernelTracer(Tracer):
         return self.allocator
 
     def allocate(self, node: ast.Call, alloc: SharedAllocatorState, dtype: Any, shape: Any,
-                 align: int = 16) -> SharedArray:
+                 align: int = 16, swizzle: int = 0) -> SharedArray:
         if not isinstance(dtype, DType):
             raise DSLTypeError(f"SharedAllocator.array needs a DSL scalar type, got {type_name(dtype)}")
         if self.smem_extent is not None:
             raise DSLTypeError("the array with a run-time size must be the last one allocated from the "
                                "SharedAllocator (it ends where the launch's dynamic shared memory ends)")
         shape = (shape,) if not isinstance(shape, tuple | list) else tuple(shape)
+        if swizzle and shape and isinstance(shape[0], Scalar):
+            raise DSLTypeError("a swizzled shared array needs a compile-time shape")
         if any(isinstance(d, Scalar) for d in shape[1:]):
             raise DSLTypeError("only the outer extent of a shared array may be a run-time value; the others "
                                "must be compile-time ints (they make its strides)")
@@ -223,13 +240,14 @@ class KernelTracer(Tracer):
         if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
             raise DSLTypeError("shared array shape must be positive compile-time ints (the outer extent may "
                                f"be a run-time integer with SharedAllocator(dynamic=True)), got {shape!r}")
-        array = SharedArray(None, dtype, shape)
+        align = _alignment(align, swizzle, dtype, shape)
+        array = SharedArray(None, dtype, shape, swizzle, align)
         nbytes = array.nbytes
         if alloc.dynamic:
             offset = -(-alloc.dynamic_bytes // align) * align
             alloc.dynamic_bytes = offset + nbytes
             self.dynamic_smem = alloc.dynamic_bytes
-            self.declare_dynamic_smem()
+            self.declare_dynamic_smem(align)
             base = ops.llvm_addressof(memory.ptr_type(3), DYNAMIC_SMEM_SYMBOL)
             if offset:
                 base = ops.llvm_gep(memory.ptr_type(3), base, offset, ir.IntegerType.get_signless(8))
@@ -271,7 +289,7 @@ class KernelTracer(Tracer):
         offset = -(-alloc.dynamic_bytes // align) * align
         alloc.dynamic_bytes = offset
         self.dynamic_smem = offset
-        self.declare_dynamic_smem()
+        self.declare_dynamic_smem(align)
         base = ops.llvm_addressof(memory.ptr_type(3), DYNAMIC_SMEM_SYMBOL)
         if offset:
             base = ops.llvm_gep(memory.ptr_type(3), base, offset, ir.IntegerType.get_signless(8))
@@ -281,10 +299,45 @@ class KernelTracer(Tracer):
         return array
 
 
-def ensure_dynamic_smem_global(module_ip: Any) -> None:
+def pin_target_fix(file: Any, dec: ast.expr, target: str) -> Fix | None:
+    """The edit that makes `@dsl.kernel` say `target=<target>`."""
+    text = f"target={target!r}".replace("'", '"')
+    if not isinstance(dec, ast.Call):  # @dsl.kernel -> @dsl.kernel(target="sm_90a")
+        end = file.range_of(dec)
+        at = SourceRange(end.file, end.end_line, end.end_column, end.end_line, end.end_column)
+        return Fix(f"Compile this kernel for {target}", (TextEdit(at, f"({text})"),))
+    existing = next((kw for kw in dec.keywords if kw.arg == "target"), None)
+    if existing is not None:
+        return Fix(f"Compile this kernel for {target}", (TextEdit(file.range_of(existing), text),))
+    whole = file.range_of(dec)  # before the closing parenthesis
+    at = SourceRange(whole.file, whole.end_line, whole.end_column - 1, whole.end_line, whole.end_column - 1)
+    separator = ", " if dec.args or dec.keywords else ""
+    return Fix(f"Compile this kernel for {target}", (TextEdit(at, separator + text),))
+
+
+def ensure_dynamic_smem_global(module_ip: Any) -> Any:
     with module_ip, ir.Location.unknown():
-        ops.llvm_global(ir.Type.parse("!llvm.array<0 x i8>"), DYNAMIC_SMEM_SYMBOL, "external", alignment=16,
-                        addr_space=3)
+        return ops.llvm_global(ir.Type.parse("!llvm.array<0 x i8>"), DYNAMIC_SMEM_SYMBOL, "external", alignment=16,
+                               addr_space=3)
+
+
+def _alignment(align: Any, swizzle: Any, dtype: DType, shape: tuple) -> int:
+    """The array's alignment: as asked (a power of two), and a whole swizzle atom (8 rows) when
+    swizzled, whose rows must then be exactly `swizzle` bytes."""
+    if isinstance(align, bool) or not isinstance(align, int) or align < 1 or align & (align - 1):
+        raise DSLTypeError(f"align must be a power-of-two int, not {align!r}")
+    if isinstance(swizzle, bool) or swizzle not in (0, 32, 64, 128):
+        raise DSLTypeError(f"swizzle must be 0, 32, 64 or 128 (bytes), not {swizzle!r}")
+    if not swizzle:
+        return max(align, 1)
+    row = shape[-1] * dtype.nbytes if len(shape) >= 2 and isinstance(shape[-1], int) else None
+    if row != swizzle:
+        raise DSLTypeError(f"a {swizzle}-byte swizzled array has rows of exactly {swizzle} bytes "
+                           f"({swizzle // dtype.nbytes} x {dtype.name}); got shape {list(shape)}")
+    if not isinstance(shape[-2], int) or shape[-2] % 8:
+        raise DSLTypeError(f"a swizzled array repeats its pattern every 8 rows; its row count must be a multiple "
+                           f"of 8, got shape {list(shape)}")
+    return max(align, 8 * swizzle)
 
 
 def launch_bound_attributes(hints: dict[str, Any]) -> dict[str, Any]:
@@ -346,13 +399,18 @@ def trace_kernel(
         elif p.kind == "scalar":
             env[p.name] = Scalar(next(args), p.dtype)
             sources.append((env[p.name].value, ("scalar", p.name)))
+        elif p.kind == "tensor_map":
+            box, swizzle = p.value
+            env[p.name] = TensorMapRef(p.name, next(args), p.dtype, p.rank, tuple(box), swizzle)
         else:
             env[p.name] = p.value
     tracer = KernelTracer(sink, target, module_ip, symbol, block)
     tracer.param_sources = sources
+    tracer.kernel_source = src
     tracer.declare_dynamic_smem = declare_dynamic_smem
     fn = kfn.fn
     tracer.frames.append(Frame(file, env, {**fn.__globals__, **closure_vars(fn)}))
+    tracer.record_parameters(node)
     ok = True
     with ir.InsertionPoint(entry), location(file.range_of(node)), A.target_scope(target):
         try:
@@ -368,4 +426,4 @@ def trace_kernel(
         func.erase()
         return None
     return TracedKernel(symbol, kfn.kernel_name, params, block, tracer.static_smem,
-                        tracer.dynamic_smem, def_range, tracer.smem_extent)
+                        tracer.dynamic_smem, def_range, tracer.smem_extent, hints.get("minnctapersm"))

@@ -60,11 +60,36 @@ def element_offset(ref: Any, index: Any) -> Scalar | int:
 def address(ref: Any, index: Any) -> Any:
     offset = element_offset(ref, index)
     space = ref.address_space if isinstance(ref, TensorRef) else 3
+    if isinstance(ref, SharedArray) and ref.swizzle:
+        return _swizzled_address(ref, offset)
     if isinstance(offset, int):
         if offset == 0:
             return ref.ptr
         offset = A.constant(offset, i32)
     return ops.llvm_gep(ptr_type(space), ref.ptr, offset.value, ref.dtype.mlir_type())
+
+
+def swizzle_bytes(byte: int, swizzle: int) -> int:
+    """Where byte `byte` of a `swizzle`-byte swizzled array lives: its 16-byte chunk XOR the
+    row of 128 bytes within the 8-row atom (TMA's and wgmma's SWIZZLE_32B/64B/128B)."""
+    return byte ^ (((byte >> 7) & (swizzle // 16 - 1)) << 4)
+
+
+def _swizzled_address(ref: Any, offset: Scalar | int) -> Any:
+    nbytes = ref.dtype.nbytes
+    if isinstance(offset, int):
+        byte: Any = swizzle_bytes(offset * nbytes, ref.swizzle)
+    else:
+        if offset.dtype != i32:
+            offset = A.cast(offset, i32)
+        plain = A.binary("Mult", offset, nbytes) if nbytes != 1 else offset
+        row = A.binary("BitAnd", A.binary("RShift", plain, 7), ref.swizzle // 16 - 1)
+        byte = A.binary("BitXor", plain, A.binary("LShift", row, 4))
+    if isinstance(byte, int):
+        if byte == 0:
+            return ref.ptr
+        byte = A.constant(byte, i32)
+    return ops.llvm_gep(ptr_type(3), ref.ptr, byte.value, ir.IntegerType.get_signless(8))
 
 
 def load(ref: Any, index: Any) -> Scalar:

@@ -38,7 +38,8 @@ def tensor_layout(rank: int) -> list[FlatArg]:
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """One parameter of a specialization: `kind` is 'tensor', 'scalar' or 'constexpr'."""
+    """One parameter of a specialization: `kind` is 'tensor', 'scalar', 'constexpr' or
+    'tensor_map' (a TMA map of a `dtype` tensor of `rank`; `value` is its (box, swizzle))."""
 
     name: str
     kind: str
@@ -47,7 +48,7 @@ class ParamSpec:
     value: Any = None
 
     def key(self) -> tuple:
-        value = self.value if self.kind == "constexpr" else None
+        value = self.value if self.kind in ("constexpr", "tensor_map") else None
         try:
             hash(value)
         except TypeError:
@@ -60,6 +61,8 @@ class ParamSpec:
             return f"{self.name}: Tensor[{self.dtype.name}, {self.rank}]"
         if self.kind == "scalar":
             return f"{self.name}: {self.dtype.name}"
+        if self.kind == "tensor_map":
+            return f"{self.name}: TensorMap[{self.dtype.name}, box={list(self.value[0])}, swizzle={self.value[1]}]"
         return f"{self.name}={self.value!r}"
 
     def flat_types(self) -> list[tuple[str, Any]]:
@@ -71,6 +74,8 @@ class ParamSpec:
             return [(a.type_code, pointer if a.role == "ptr" else i32.mlir_type()) for a in tensor_layout(self.rank)]
         if self.kind == "scalar":
             return [(self.dtype.name, self.dtype.mlir_type())]
+        if self.kind == "tensor_map":  # the generic pointer of a by-value 128-byte parameter
+            return [("tmap", ir.Type.parse("!llvm.ptr"))]
         return []
 
 

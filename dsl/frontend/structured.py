@@ -460,7 +460,7 @@ class StructuredControlFlow:
             carried = self._carried(stmt.body, {var}, exits)
 
             def enter_body(state: CarriedState, index: Any, args: list[Any], inits: list[Any]) -> None:
-                frame.env[var] = Scalar(index, dtype)
+                self.assign(stmt.target, Scalar(index, dtype))  # binds `var`
                 state.write(frame.env, [_like(init, arg) for init, arg in zip(inits, args)])
                 for flag in EXIT_FLAGS:
                     if flag in frame.env:

@@ -26,7 +26,7 @@ from mlir import ir
 
 from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceRange
 from dsl.frontend import arith as A
-from dsl.frontend import ops
+from dsl.frontend import ops, trace_facts
 from dsl.frontend.control_flow import (
     BREAK_FLAG,
     CONTINUE_FLAG,
@@ -40,6 +40,7 @@ from dsl.frontend.source import SourceFile, closure_vars, function_source, is_us
 from dsl.frontend.structured import StructuredControlFlow
 from dsl.frontend.values import (
     BoundMethod,
+    DSLTargetError,
     DSLTypeError,
     DSLUnsupported,
     Scalar,
@@ -48,7 +49,7 @@ from dsl.frontend.values import (
     type_name,
 )
 from dsl.language import intrinsics as I
-from dsl.language.types import DType
+from dsl.language.types import DType, promote
 
 
 class _Cascade(Exception):
@@ -98,6 +99,7 @@ class Tracer(StructuredControlFlow):
         self.sink = sink
         self.frames: list[Frame] = []
         self.failed = False
+        self.facts = trace_facts.current()  # what the editor learns of each name (None: nobody asked)
 
     # ----- frames, ranges, locations ---------------------------------------------------
     @property
@@ -114,6 +116,10 @@ class Tracer(StructuredControlFlow):
                 loc = ir.Location.callsite(loc, [frame.call_loc])
                 break
         return loc
+
+    def target_diagnostic(self, node: ast.AST, err: DSLTargetError) -> Diagnostic:
+        """DSL207: an instruction of another target (the kernel tracer adds the fix)."""
+        return Diagnostic.make("DSL207", str(err), self.range(node))
 
     def fail(self, code: str, node: ast.AST, message: str, **kw: Any) -> DiagnosticError:
         return DiagnosticError(Diagnostic.make(code, message, self.range(node), **kw))
@@ -244,6 +250,8 @@ class Tracer(StructuredControlFlow):
         if isinstance(target, ast.Name):
             self.frame.env[target.id] = value
             self.frame.undefined.pop(target.id, None)
+            if self.facts is not None:
+                self.facts.bind(self.range(target), target.id, value, device=self.mode == "kernel")
         elif isinstance(target, ast.Tuple | ast.List):
             if not isinstance(value, tuple | list) or len(value) != len(target.elts):
                 raise self.fail("DSL301", target, f"cannot unpack {type_name(value)} into {len(target.elts)} names")
@@ -318,6 +326,8 @@ class Tracer(StructuredControlFlow):
         mistake is DSL301, a construct the DSL cannot lower DSL302 (the one place that says so)."""
         try:
             return thunk()
+        except DSLTargetError as err:
+            raise DiagnosticError(self.target_diagnostic(node, err)) from None
         except DSLTypeError as err:
             raise self.fail("DSL301", node, str(err)) from None
         except DSLUnsupported as err:
@@ -418,6 +428,47 @@ class Tracer(StructuredControlFlow):
         (joined,) = self._rebuild_if(cond, draft, [draft.regions[0].blocks[0], draft.regions[1].blocks[0]], [pair])
         return joined
 
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        """`a if cond else b`: a compile-time condition picks one side while tracing; on a
+        run-time one both sides are traced in branches, and become a select when they are
+        plain arithmetic (no memory, no trap), else an `scf.if` that runs only the side taken."""
+        cond = self.eval(node.test)
+        if not isinstance(cond, Scalar | Vector):
+            return self.eval(node.body if cond else node.orelse)
+        if isinstance(cond, Vector):
+            raise self.fail("DSL301", node.test, "the condition of `a if cond else b` must be a scalar")
+        truth = A.truth(cond)
+        draft = ops.scf_if(truth.value, [], has_else=True)
+        blocks = [draft.regions[0].blocks[0], draft.regions[1].blocks[0]]
+        sides = []
+        for block, side in zip(blocks, (node.body, node.orelse)):
+            with ir.InsertionPoint(block):
+                sides.append(self.eval(side))
+        dtypes = [v.dtype if isinstance(v, Scalar | Vector) else None for v in sides]
+        widths = {v.width for v in sides if isinstance(v, Vector)}
+        if len(widths) > 1 or (widths and not all(isinstance(v, Vector) for v in sides)):
+            raise self.fail("DSL301", node, f"`a if cond else b` with {type_name(sides[0])} and "
+                            f"{type_name(sides[1])}: both sides need one type")
+        known = [d for d in dtypes if d is not None] or [A.literal_type(v) for v in sides]
+        dtype = known[0] if len(known) == 1 or known[0] == known[1] else promote(known[0], known[1])
+        if dtype is None:
+            raise self.fail("DSL301", node, f"`a if cond else b` mixes {known[0].name} and {known[1].name}; "
+                            "cast one side")
+        values = []
+        for block, value, side in zip(blocks, sides, (node.body, node.orelse)):
+            with ir.InsertionPoint(block), self.loc(side):
+                values.append(self.wrap(side, lambda v=value: A.cast(A.to_scalar(v, dtype), dtype)
+                                        if not isinstance(v, Vector) else A.cast(v, dtype)))
+        if all(_speculatable(o) for block in blocks for o in block.operations):
+            for block in blocks:
+                for o in list(block.operations):
+                    o.move_before(draft)
+            draft.erase()
+            chosen = ops.value("arith.select", values[0].value.type, truth.value, values[0].value, values[1].value)
+            return Vector(chosen, dtype, values[0].width) if isinstance(values[0], Vector) else Scalar(chosen, dtype)
+        (joined,) = self._rebuild_if(truth, draft, blocks, [(values[0], values[1])])
+        return joined
+
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
         return self.get_attribute(node, base, node.attr)
@@ -447,6 +498,14 @@ class Tracer(StructuredControlFlow):
                 raise self.fail("DSL301", node.slice, f"{base.what}[{index}] is out of range for rank "
                                 f"{len(base.items)}")
             return base.items[index]
+        if isinstance(base, Vector) and isinstance(index, slice):  # lanes of a fragment: v[0:4]
+            lanes = range(*index.indices(base.width)) if all(
+                isinstance(i, int | None) for i in (index.start, index.stop, index.step)) else None
+            if not lanes:
+                raise self.fail("DSL301", node.slice, "a vector slice needs compile-time bounds that select lanes")
+            elements = [ops.vector_extract(base.value, k) for k in lanes]
+            ty = ir.VectorType.get([len(elements)], base.dtype.mlir_type())
+            return Vector(ops.vector_from_elements(ty, elements), base.dtype, len(elements))
         if isinstance(base, Vector):
             if not isinstance(index, int) or not 0 <= index < base.width:
                 raise self.fail("DSL301", node.slice, f"vector lane {index!r} out of range 0..{base.width - 1}")
@@ -581,6 +640,23 @@ class Tracer(StructuredControlFlow):
         return frame.env.get(RETURN_NAME)
 
     # Unsupported expression kinds get DSL302 through `eval`'s fallback.
+
+    # ----- facts for the editor ------------------------------------------------------------
+    def record_parameters(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """Each parameter's value in this specialization, at its name in the `def` (for the editor)."""
+        if self.facts is None:
+            return
+        env = self.frame.env
+        for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+            if arg.arg in env:
+                start = self.range(arg)
+                rng = SourceRange(start.file, start.line, start.column, start.line, start.column + len(arg.arg))
+                self.facts.bind(rng, arg.arg, env[arg.arg], device=self.mode == "kernel", parameter=True)
+
+    def _trace_loop(self, stmt: ast.stmt, names: list[str], build: Any) -> None:
+        super()._trace_loop(stmt, names, build)
+        if self.facts is not None:
+            self.facts.carried_by(self.range(stmt), names)
 
 
 _TRAPPING = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.ceildivui",

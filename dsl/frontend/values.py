@@ -17,6 +17,15 @@ class DSLTypeError(Exception):
     """A type mistake in user code; the tracer turns it into DSL301 at the current node."""
 
 
+class DSLTargetError(DSLTypeError):
+    """An instruction the target lacks but `target` has; the tracer reports it as DSL207 with a
+    fix that pins the kernel to `target`."""
+
+    def __init__(self, message: str, target: str):
+        super().__init__(message)
+        self.target = target
+
+
 class DSLUnsupported(Exception):
     """A construct the DSL cannot lower; the tracer turns it into DSL302 at the current node."""
 
@@ -53,11 +62,14 @@ class TensorRef:
 
 @dataclass(repr=False)
 class SharedArray:
-    """A shared-memory array with a static row-major shape."""
+    """A shared-memory array with a static row-major shape; `swizzle` (bytes: 0, 32, 64 or
+    128) permutes the 16-byte chunks of each row as TMA and wgmma expect (see `memory.address`)."""
 
     ptr: Any
     dtype: DType
     shape: tuple[int, ...]
+    swizzle: int = 0
+    align: int = 16
 
     @property
     def strides(self) -> list[int]:
@@ -73,6 +85,19 @@ class SharedArray:
         for d in self.shape:
             n *= d
         return n
+
+
+@dataclass(repr=False)
+class TensorMapRef:
+    """A TMA tensor map kernel parameter: a pointer to the 128-byte `CUtensorMap` in parameter
+    space, and the box and swizzle it was encoded with (compile-time facts of the launch)."""
+
+    name: str
+    ptr: Any
+    dtype: DType
+    rank: int
+    box: tuple[int, ...]
+    swizzle: int
 
 
 @dataclass(repr=False)
@@ -113,7 +138,7 @@ class _ReadableRepr:
         return f"<run-time {type_name(self)}>" if isinstance(self, Scalar | Vector) else f"<{type_name(self)}>"
 
 
-for _cls in (Scalar, Vector, TensorRef, SharedArray, SharedAllocatorState):
+for _cls in (Scalar, Vector, TensorRef, SharedArray, TensorMapRef, SharedAllocatorState):
     _cls.__repr__ = _ReadableRepr.__repr__  # type: ignore[method-assign]
 
 
@@ -144,7 +169,10 @@ def type_name(value: Any) -> str:
     if isinstance(value, TensorRef):
         return f"Tensor[{value.dtype.name}, {value.rank}]"
     if isinstance(value, SharedArray):
-        return f"shared {value.dtype.name}{list(value.shape)}"
+        swizzled = f" (swizzle={value.swizzle})" if value.swizzle else ""
+        return f"shared {value.dtype.name}{list(value.shape)}{swizzled}"
+    if isinstance(value, TensorMapRef):
+        return f"TensorMap[{value.dtype.name}, box={list(value.box)}]"
     if isinstance(value, SharedAllocatorState):
         return "SharedAllocator"
     if isinstance(value, bool):

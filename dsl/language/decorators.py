@@ -8,10 +8,13 @@ calling it compiles (cached) and runs on the GPU.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
 import sys
 import types
+from collections.abc import Iterator
 from typing import Any
 
 from dsl import environment
@@ -22,11 +25,28 @@ from dsl.diagnostics import ArgumentError, CompileError
 # names no layer above it.
 _call_jit: Any = None  # dsl.runtime.jit_call.call_jit
 _compile_function: Any = None  # dsl.compiler.api.compile
+_call_autotuned: Any = None  # dsl.runtime.autotune.call
 
 
 # The compile hints a kernel takes besides `known_block_size`, with their defaults. The
 # compiler validates them (DSL201 at the decorator argument, see `static_checks.check_hints`).
 HINT_DEFAULTS: dict[str, Any] = {"maxnreg": None, "minnctapersm": None, "fastmath": False, "contract": True}
+
+# Hints an autotuning config sets for every kernel compiled inside `hint_overrides` (this
+# thread or task only): every reader of `KernelFunction.hints` (checks, tracing, cache keys)
+# then sees the config's values, so each config compiles, and is cached, on its own.
+_hint_overrides: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "kdsl_hint_overrides", default=None)
+
+
+@contextlib.contextmanager
+def hint_overrides(hints: dict[str, Any]) -> Iterator[None]:
+    """Compiles inside this block give every kernel these hints (an autotuning config's)."""
+    token = _hint_overrides.set(dict(hints) or None)
+    try:
+        yield
+    finally:
+        _hint_overrides.reset(token)
 
 
 class KernelFunction:
@@ -40,20 +60,31 @@ class KernelFunction:
     no value is NaN, infinite or a signed zero that matters.
     """
 
-    def __init__(self, fn: Any, name: str | None = None, known_block_size: Any = None, **hints: Any):
+    def __init__(self, fn: Any, name: str | None = None, known_block_size: Any = None, target: str | None = None,
+                 **hints: Any):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.kernel_name = name or fn.__name__
         self.known_block_size = known_block_size
+        # The architecture the kernel is written for ("sm_90a" for wgmma and setmaxnreg): a
+        # module with this kernel compiles for it (see `FunctionCompiler.kernel_target`).
+        self.target = target
         unknown = set(hints) - set(HINT_DEFAULTS)
         if unknown:
             raise TypeError(f"@dsl.kernel got unknown hint(s) {', '.join(sorted(unknown))}; "
                             f"the hints are {', '.join(HINT_DEFAULTS)}")
-        self.hints = {**HINT_DEFAULTS, **hints}
+        self._hints = {**HINT_DEFAULTS, **hints}
+
+    @property
+    def hints(self) -> dict[str, Any]:
+        """The declared hints, with those of the autotuning config being compiled, if any."""
+        overrides = _hint_overrides.get()
+        return self._hints if overrides is None else {**self._hints, **overrides}
 
     def options_key(self) -> tuple:
         """Everything of the decorator that changes the compiled code (for cache keys)."""
-        return (self.kernel_name, repr(self.known_block_size), tuple(repr(self.hints[k]) for k in HINT_DEFAULTS))
+        return (self.kernel_name, repr(self.known_block_size), tuple(repr(self.hints[k]) for k in HINT_DEFAULTS),
+                self.target)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from dsl.diagnostics import CompileError, Diagnostic
@@ -140,6 +171,9 @@ class JitFunction(_JitCall):
     # another's arity: the last specialization's launcher and how many positional arguments
     # it takes as they come
     _fast: tuple[int, Any] = (-1, None)
+    # set by @dsl.autotune (dsl.language.autotune.AutotuneSpec); an autotuned function never
+    # sets `_fast`, so every call goes through `_call_slow`, which picks the tuned config
+    tuning: Any = None
 
     def __init__(self, fn: Any, examples: list[Any] | None = None, reference: Any = None):
         functools.update_wrapper(self, fn)
@@ -148,6 +182,8 @@ class JitFunction(_JitCall):
         self.reference = reference
 
     def _call_slow(self, *args: Any, **kwargs: Any) -> Any:
+        if self.tuning is not None:
+            return run_for_the_user(_call_autotuned, self, args, kwargs)
         return run_for_the_user(_call_jit, self, args, kwargs)
 
     def compile(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
@@ -158,14 +194,16 @@ class JitFunction(_JitCall):
 
 
 def kernel(fn: Any = None, *, name: str | None = None, known_block_size: Any = None, maxnreg: Any = None,
-           minnctapersm: Any = None, fastmath: Any = False, contract: Any = True) -> Any:
+           minnctapersm: Any = None, fastmath: Any = False, contract: Any = True, target: str | None = None) -> Any:
     """Declares a GPU kernel. `known_block_size=[x, y, z]` promises the launch block;
     `maxnreg`, `minnctapersm`, `fastmath` and `contract` are compile hints (see
-    `KernelFunction`). Float `a * b + c` contracts to FMA unless `contract=False`."""
+    `KernelFunction`). Float `a * b + c` contracts to FMA unless `contract=False`.
+    `target="sm_90a"` says the kernel is written for that architecture (Hopper's wgmma and
+    setmaxnreg exist only there); programs with it compile for it."""
     hints = {"maxnreg": maxnreg, "minnctapersm": minnctapersm, "fastmath": fastmath, "contract": contract}
     if fn is None:
-        return lambda f: KernelFunction(f, name=name, known_block_size=known_block_size, **hints)
-    return KernelFunction(fn, name=name, known_block_size=known_block_size, **hints)
+        return lambda f: KernelFunction(f, name=name, known_block_size=known_block_size, target=target, **hints)
+    return KernelFunction(fn, name=name, known_block_size=known_block_size, target=target, **hints)
 
 
 def jit(fn: Any = None, *, examples: list[Any] | None = None, reference: Any = None) -> Any:

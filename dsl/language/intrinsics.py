@@ -158,7 +158,7 @@ def _math(name: str, doc: str) -> Any:
 
 exp = _math("exp", "e**x, elementwise, for float scalars and vectors.")
 log = _math("log", "Natural logarithm, for floats.")
-sqrt = _math("sqrt", "Square root, for floats (f32: the hardware approximation, as CUDA fast math).")
+sqrt = _math("sqrt", "Square root, for floats (f32: IEEE, correctly rounded; the approximation with fastmath=True).")
 rsqrt = _math("rsqrt", "1 / sqrt(x), for floats.")
 exp2 = _math("exp2", "2**x, for floats (f32: the hardware ex2, 2 ulp).")
 log2 = _math("log2", "Base-2 logarithm, for floats.")
@@ -214,7 +214,8 @@ def bitcast(value: Any, dtype: Any) -> Any:
 
 
 def vector(*values: Any) -> Any:
-    """Builds a vector value from scalars of one type, e.g. `dsl.vector(a, b, c, d)`."""
+    """Builds a vector value from scalars of one type, e.g. `dsl.vector(a, b, c, d)`; any
+    width (register fragments), while loads and stores move at most 128 bits."""
     raise _outside("vector")
 
 
@@ -246,6 +247,10 @@ class SharedAllocator:
     def __init__(self, dynamic: bool = False):
         raise _outside("SharedAllocator")
 
-    def array(self, dtype: Any, shape: Any, align: int = 16) -> Any:
-        """A shared array of `dtype` with a static `shape` (row-major)."""
+    def array(self, dtype: Any, shape: Any, align: int = 16, swizzle: int = 0) -> Any:
+        """A shared array of `dtype` with a static `shape` (row-major), `align`-byte aligned.
+
+        `swizzle=128` (or 64, 32) lays each row's 16-byte chunks out as TMA writes and wgmma
+        reads them (see `dsl.language.tensor_cores`); indexing still reads as the plain array.
+        """
         raise _outside("SharedAllocator.array")

@@ -226,7 +226,9 @@ class TensorSpec:
 
 def is_dsl_annotation(annotation: Any) -> bool:
     """Whether an annotation names a DSL value type (else DSL102)."""
-    return isinstance(annotation, DType | TensorType | ConstexprType) or annotation is Tensor
+    from dsl.language.tensor_cores import TensorMap
+
+    return isinstance(annotation, DType | TensorType | ConstexprType) or annotation in (Tensor, TensorMap)
 
 
 def evaluate_annotation(fn: Any, annotation: Any) -> Any:

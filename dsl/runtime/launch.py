@@ -11,7 +11,8 @@ and then, per call:
     _launch_saxpy((gx, 1, 1), (256, 1, 1), 0, stream, x_ptr, x_shape[0], a, x_shape[0])
 
 Kernel parameters go into a buffer owned by each kernel (and thread, in Python), one
-8-byte slot per parameter, with a `void**` array pointing at the slots; `cuLaunchKernel`
+8-byte slot per parameter (128 bytes for a TMA tensor map), with a `void**` array pointing
+at the slots; `cuLaunchKernel`
 copies them at launch. Every CUresult is checked: a failure raises `LaunchError` (DSL601)
 naming the kernel, grid, block and shared memory and pointing at the `.launch(...)` call.
 
@@ -66,18 +67,25 @@ class ArgPacker:
     __slots__ = ("address", "bf16", "buf", "codes", "ptrs", "struct")
 
     def __init__(self, codes: tuple[str, ...]):
-        fmt = "<"
+        fmt, offsets, at = "<", [], 0
         for code in codes:
-            if code not in _FORMATS:
+            if code == "tmap":  # a TMA tensor map: its 128 bytes, 64-byte aligned
+                c, size, align = "128s", 128, 64
+            elif code in _FORMATS:
+                c, size, align = _FORMATS[code], 8, 8
+            else:
                 raise ArgumentError(f"unknown kernel parameter type code {code!r}")
-            c = _FORMATS[code]
-            fmt += c + "x" * (8 - struct.calcsize("<" + c))
+            fmt += "x" * (-at % align)
+            at += -at % align
+            offsets.append(at)
+            fmt += c + "x" * (size - struct.calcsize("<" + c))
+            at += size
         self.codes = codes
         self.struct = struct.Struct(fmt)
         self.buf = (ctypes.c_char * max(8, self.struct.size))()
         base = ctypes.addressof(self.buf)
         n = len(codes)
-        self.ptrs = (ctypes.c_void_p * max(1, n))(*[base + 8 * i for i in range(n)])
+        self.ptrs = (ctypes.c_void_p * max(1, n))(*[base + offset for offset in offsets])
         self.address = ctypes.addressof(self.ptrs)
         self.bf16 = tuple(i for i, c in enumerate(codes) if c == "bf16")
 
@@ -218,7 +226,7 @@ class Runtime:
 
     def kernel(self, symbol: str, codes: tuple, cluster: tuple | None = None) -> Any:
         """`launch(grid, block, smem, stream, *params)` for one kernel of this module."""
-        if fastpath is not None and cluster is None:
+        if fastpath is not None and cluster is None and "tmap" not in codes:
             fallback = functools.partial(self._launch_native_fallback, symbol, codes)
             return fastpath.Kernel(codes, fallback, functools.partial(self._report, symbol)).launch
 
@@ -392,6 +400,13 @@ class Runtime:
     def cdiv(a: int, b: int) -> int:
         """`dsl.cdiv` as the IR computes it, `(a + b - 1) // b` with the DSL's `//`."""
         return Runtime.trunc_div(a + b - 1, b)
+
+    @staticmethod
+    def tensor_map(ptr: int, shape: Any, strides: Any, dtype: str, box: tuple, swizzle: int) -> bytes:
+        """`dsl.tensor_map(...)` in a launcher: the encoded map for this call's tensor."""
+        from dsl.runtime.tensor_maps import tensor_map
+
+        return tensor_map(ptr, shape, strides, dtype, box, swizzle)
 
     @staticmethod
     def argument_error(message: Any) -> ArgumentError:

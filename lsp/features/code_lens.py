@@ -14,6 +14,7 @@ from lsprotocol import types
 
 from dsl.compiler.artifacts import FunctionReport, ModuleReport
 from lsp.convert import source_lines, to_lsp_range
+from lsp.features import tuning
 from lsp.features.diagnostics import current_report
 from lsp.features.symbols import DslFunction, dsl_functions
 
@@ -53,7 +54,8 @@ def code_lenses(
     """Four lenses per function of `functions` (default: those of `text`, then a string)."""
     lines = source_lines(text)
     lenses: list[types.CodeLens] = []
-    for fn in dsl_functions(str(text), path) if functions is None else functions:
+    functions = dsl_functions(str(text), path) if functions is None else functions
+    for fn in functions:
         rng = to_lsp_range(fn.name_range, lines)
         fn_report = report.function(fn.name) if report is not None else None
         for title, command in (
@@ -68,7 +70,7 @@ def code_lenses(
                     range=rng, command=types.Command(title=title, command=command, arguments=arguments)
                 )
             )
-    return lenses
+    return lenses + tuning.code_lenses(functions, lines, uri)  # "Autotune on GPU" (lsp.features.tuning)
 
 
 def register(server: KdslLanguageServer) -> None:

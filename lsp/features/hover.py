@@ -10,13 +10,20 @@
   lines that line produced, read from the stages' source maps.
 
 `hover_markdown` is pure (text, position, report -> markdown); the handler only fetches
-the document and the current report.
+the document and the current report, and answers in the client's `contentFormat`: markdown,
+or plain text (`markdown_to_plaintext`) for a client that takes only that.
+
+On a file of a hundred kernels, parsing it is most of a hover's time, so the parse and the
+list of functions (`HoverContext`) are kept with the document until its next change, and
+the search for what is under the cursor walks only the top-level statement holding the line.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -24,9 +31,10 @@ from lsprotocol import types
 from dsl.compiler.artifacts import CompiledFunction, FunctionReport, ModuleReport, Resources
 from dsl.diagnostics import SourceRange
 from dsl.frontend.launch_syntax import launch_syntax
+from dsl.frontend.source import parse_module
 from lsp.convert import from_lsp_position, source_lines
 from lsp.features.diagnostics import current_report
-from lsp.features.symbols import DslFunction, dsl_functions, node_range, parse
+from lsp.features.symbols import DslFunction, dsl_functions, node_range
 
 if TYPE_CHECKING:
     from lsp.server import KdslLanguageServer
@@ -51,11 +59,57 @@ def _contains(rng: SourceRange, line: int, col: int) -> bool:
 # -- what is under the cursor -------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class HoverContext:
+    """One version of a document as hover reads it: its AST (None when it does not parse),
+    its lines and its kernel and jit functions (by top-level statement, for the next version)."""
+
+    text: str
+    tree: ast.Module | None
+    lines: list[str]
+    functions: list[DslFunction]
+    by_statement: dict[int, tuple[ast.stmt, list[DslFunction]]]
+
+
+def hover_context(text: str, path: str, previous: HoverContext | None = None) -> HoverContext:
+    """The context of `text`; what `previous` (an earlier version's) found in the top-level
+    statements that did not change is taken over (`parse_module` keeps their nodes)."""
+    try:
+        tree: ast.Module | None = parse_module(text, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    known = previous.by_statement if previous is not None else {}
+    body = tree.body if tree is not None else []
+    changed = [stmt for stmt in body if known.get(id(stmt), (None,))[0] is not stmt]
+    fresh = dsl_functions(text, path, ast.Module(body=changed, type_ignores=[])) if changed else []
+    by_statement: dict[int, tuple[ast.stmt, list[DslFunction]]] = {}
+    functions: list[DslFunction] = []
+    for stmt in body:
+        found = known.get(id(stmt))
+        if found is None or found[0] is not stmt:
+            first, last = _first_line(stmt), stmt.end_lineno or stmt.lineno
+            found = (stmt, [f for f in fresh if first <= f.range.line <= last])
+        by_statement[id(stmt)] = found
+        functions.extend(found[1])
+    return HoverContext(text, tree, list(source_lines(text)), functions, by_statement)
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    return min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+
+
+def _around(tree: ast.Module, line: int) -> list[ast.AST]:
+    """The nodes of the top-level statements that span 1-based `line` (decorators included):
+    nothing else can hold a position on it."""
+    spanning = [stmt for stmt in tree.body if _first_line(stmt) <= line <= (stmt.end_lineno or stmt.lineno)]
+    return [node for stmt in spanning for node in ast.walk(stmt)]
+
+
 def _identifier_at(tree: ast.Module, path: str, lines: list[str], line: int, col: int) -> ast.AST | None:
     """The innermost Name, Attribute (on its attribute token) or def name at the position."""
     best: ast.AST | None = None
     best_size = None
-    for node in ast.walk(tree):
+    for node in _around(tree, line):
         if isinstance(node, ast.Name):
             rng = node_range(node, path, lines)
         elif isinstance(node, ast.Attribute):
@@ -79,7 +133,7 @@ def _def_name_at(functions: list[DslFunction], line: int, col: int) -> DslFuncti
 def _launch_call_at(tree: ast.Module, path: str, lines: list[str], line: int, col: int) -> ast.Call | None:
     """The innermost `<kernel>(...).launch(...)` call whose text holds the position."""
     found: ast.Call | None = None
-    for node in ast.walk(tree):
+    for node in _around(tree, line):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -95,20 +149,21 @@ def _launch_call_at(tree: ast.Module, path: str, lines: list[str], line: int, co
 
 def _resources_table(compiled: CompiledFunction) -> str:
     rows = [
-        "| kernel | registers | spills (st/ld) | smem (static + dynamic) | occupancy |",
-        "|---|---|---|---|---|",
+        "| kernel | registers | spills (st/ld) | smem (static + dynamic) | occupancy | tensor cores (SASS) |",
+        "|---|---|---|---|---|---|",
     ]
     for kernel in compiled.kernels:
         r: Resources | None = kernel.resources
         if r is None:
-            rows.append(f"| `{kernel.symbol}` | ? | ? | ? | ? |")
+            rows.append(f"| `{kernel.symbol}` | ? | ? | ? | ? | ? |")
             continue
         occupancy = "?" if r.occupancy is None else f"{r.occupancy:.0%}"
         if r.occupancy is not None and r.block_threads:
             occupancy += f" @ {r.block_threads} threads"
+        mix = " ".join(f"{n} {op}" for op, n in sorted(r.tensor_cores.items())) or "none"
         rows.append(
             f"| `{kernel.symbol}` | {r.registers} | {r.spill_stores} B / {r.spill_loads} B "
-            f"| {r.static_smem} + {r.dynamic_smem} B | {occupancy} |"
+            f"| {r.static_smem} + {r.dynamic_smem} B | {occupancy} | {mix} |"
         )
     return "\n".join(rows) if compiled.kernels else ""
 
@@ -315,11 +370,13 @@ def _ir_lines(smap, path: str, line: int) -> list[int]:
     return sorted(set(lines))
 
 
-def hover_markdown(text: str, path: str, line: int, col: int, report: ModuleReport | None) -> str | None:
-    """Hover text for 1-based `line`, 0-based character `col`, or None when there is nothing to say."""
-    tree = parse(text)
-    lines = list(source_lines(text))
-    functions = dsl_functions(text, path, tree) if tree is not None else []
+def hover_markdown(
+    text: str, path: str, line: int, col: int, report: ModuleReport | None, context: HoverContext | None = None
+) -> str | None:
+    """Hover text for 1-based `line`, 0-based character `col`, or None when there is nothing to
+    say; `context` is `hover_context(text, path)` when the caller kept it."""
+    context = context if context is not None and context.text is text else hover_context(text, path)
+    tree, lines, functions = context.tree, context.lines, context.functions
     if tree is not None:
         fn_def = _def_name_at(functions, line, col)
         node = _identifier_at(tree, path, lines, line, col)
@@ -360,7 +417,53 @@ def register(server: KdslLanguageServer) -> None:
             return None
         # On a big document only the imports and the block around the line are parsed.
         text = state.index.hover_source(state.buffer, state.version, line)
-        markdown = hover_markdown(text, state.path, line, col, report)
+        context = state.derived.get("hover")
+        if not isinstance(context, HoverContext) or context.text != text:
+            earlier = state.derived.get("hover") or state.earlier.get("hover")
+            context = hover_context(text, state.path, earlier if isinstance(earlier, HoverContext) else None)
+            state.derived["hover"] = context
+        markdown = hover_markdown(context.text, state.path, line, col, report, context)
         if markdown is None:
             return None
+        if not wants_markdown(ls.client_capabilities):
+            return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.PlainText,
+                                                            value=markdown_to_plaintext(markdown)))
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown))
+
+
+def wants_markdown(capabilities: types.ClientCapabilities) -> bool:
+    """Markdown unless the client's `textDocument.hover.contentFormat` lists formats and
+    markdown is not one of them (a client that renders only plain text)."""
+    document = capabilities.text_document
+    hover = document.hover if document is not None else None
+    formats = hover.content_format if hover is not None else None
+    return not formats or types.MarkupKind.Markdown in formats
+
+
+_FENCE = re.compile(r"^```")
+_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")  # a table's |---|---| line
+_CODE = re.compile(r"`([^`]*)`")
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+
+
+def markdown_to_plaintext(markdown: str) -> str:
+    """The hover's markdown as plain text: code fences dropped (their lines kept as they are),
+    tables as columns joined by two spaces, no emphasis or backticks outside code."""
+    out: list[str] = []
+    in_code = False
+    for line in markdown.split("\n"):
+        if _FENCE.match(line):
+            in_code = not in_code
+            continue
+        if in_code:
+            out.append(line)
+            continue
+        if _RULE.match(line):
+            continue
+        if line.startswith("|") and line.rstrip().endswith("|"):
+            cells = [cell.strip() for cell in line.strip()[1:-1].split("|") if cell.strip()]
+            if not cells:  # a table's empty header
+                continue
+            line = "  ".join(cells)
+        out.append(_BOLD.sub(r"\1", _CODE.sub(r"\1", line)))
+    return "\n".join(out)

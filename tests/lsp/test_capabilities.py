@@ -26,7 +26,7 @@ EXPECTED = {
         {"name": "launcher", "language": "python", "extension": ".py", "binary": False, "needsViews": True,
          "madeBy": "launcher"},
     ],
-    "targets": ["sm_80", "sm_86", "sm_89", "sm_90"],
+    "targets": ["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"],
     "defaultTarget": "sm_90",
     "settings": {
         "target": "",
@@ -35,9 +35,10 @@ EXPECTED = {
         "worker.sandbox": "standard",
         "debounceMs": 300,
         "executeUserCode": True,
+        "inlayHints.lineCost": False,
     },
     "choices": {
-        "target": ["", "sm_80", "sm_86", "sm_89", "sm_90"],
+        "target": ["", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"],
         "worker.sandbox": ["standard", "strict"],
     },
 }

@@ -104,3 +104,17 @@ async def test_hover_on_each_launch_shows_its_own_specialization(client):
         rows = text.splitlines()
         assert f"| block | `{block[0]}` → {block} |" in rows
         assert f"| resources | {by_block[block].resources.summary()} |" in rows
+
+
+async def test_hover_on_a_tensor_core_kernel_gives_its_sass_instruction_mix(client):
+    """Beside registers and occupancy: HGMMA counted in the SASS (one per wgmma.mma_async)."""
+    await initialize(client)
+    uri = open_file(client, "wgmma_tile.py")
+    compiled = report_of("wgmma_tile.py").function("tile").compiled
+    r = compiled.kernels[0].resources
+    assert r.tensor_cores == {"HGMMA": 4}
+    on_launch = await hover(client, uri, 24, 5)  # `tile` in `tile(dsl.tensor_map(...`
+    assert on_launch is not None
+    assert on_launch.splitlines()[0] == "**@kernel `tile`** · sm_90a"
+    assert (f"| `tile` | {r.registers} | 0 B / 0 B | 0 + {r.dynamic_smem} B | {r.occupancy:.0%} @ 128 threads "
+            "| 4 HGMMA |") in on_launch

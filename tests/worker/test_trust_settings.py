@@ -54,6 +54,6 @@ def test_an_unknown_target_is_refused_with_the_known_ones():
 
     settings, problems = parse_settings({"target": "sm_1"})
     assert settings == Settings()
-    assert problems == ["kdsl setting 'target': unknown target 'sm_1'; known targets: sm_80, sm_86, sm_89, sm_90; "
-                        "got 'sm_1', keeping None"]
+    assert problems == ["kdsl setting 'target': unknown target 'sm_1'; known targets: sm_80, sm_86, sm_89, sm_90, "
+                        "sm_90a; got 'sm_1', keeping None"]
     assert parse_settings({"target": "sm_80"}) == (Settings(target="sm_80"), [])

@@ -105,7 +105,7 @@ describe('declaredSettings', () => {
     const declared = declaredSettings(MANIFEST);
     assert.deepEqual(declared.defaults, DEFAULT_SETTINGS);
     assert.deepEqual(declared.choices, {
-      target: ['', 'sm_80', 'sm_86', 'sm_89', 'sm_90'],
+      target: ['', 'sm_80', 'sm_86', 'sm_89', 'sm_90', 'sm_90a'],
       'worker.sandbox': ['standard', 'strict'],
       'trace.server': ['off', 'messages', 'verbose'],
     });
