@@ -42,12 +42,25 @@ def tile_scores(sq: Any, sk: Any, stage: Any, row0: Any, D: int) -> Any:
     return scores
 
 
+def tree_max(values: Any) -> Any:
+    """The maximum of a list of values, combined pairwise (a tree, not a chain: its depth, not
+    its length, is the latency)."""
+    half = len(values) // 2
+    return values[0] if len(values) == 1 else dsl.max(tree_max(values[:half]), tree_max(values[half:]))
+
+
+def tree_sum(values: Any) -> Any:
+    half = len(values) // 2
+    return values[0] if len(values) == 1 else tree_sum(values[:half]) + tree_sum(values[half:])
+
+
 def online_softmax(scores: Any, m: Any, total: Any, scale: Any, q0: Any, row: Any, q: Any, j: Any,
                    causal: bool) -> Any:
     """P for K tile `j` (bf16, the A operand of P V), the new row maxima and partial row sums,
     and the factor the output accumulated so far must be scaled by. Lane k of the scores is
-    row `row + 8 * (k % 4 // 2)`, column `8 * (k // 4) + 2 * q + k % 2` of the tile."""
-    x = [scores[k] * scale for k in dsl.static_range(BKV // 2)]
+    row `row + 8 * (k % 4 // 2)`, column `8 * (k // 4) + 2 * q + k % 2` of the tile; maxima
+    are in log2 units (`scale` includes log2(e)), so each probability is one FMA and one exp2."""
+    x = [scores[k] for k in dsl.static_range(BKV // 2)]
     if causal:
         if (j + 1) * BKV > q0:  # the diagonal tile: a key column after the query row is masked
             x = [x[k] if j * BKV + 8 * (k // 4) + 2 * q + k % 2 <= row + 8 * (k % 4 // 2) else NEG_INF
@@ -55,19 +68,13 @@ def online_softmax(scores: Any, m: Any, total: Any, scale: Any, q0: Any, row: An
     alpha = [0.0, 0.0]
     new_m = [0.0, 0.0]
     for h in dsl.static_range(2):  # the thread's two rows
-        top = m[h]
-        for k in dsl.static_range(BKV // 8):
-            top = dsl.max(top, dsl.max(x[4 * k + 2 * h], x[4 * k + 2 * h + 1]))
-        top = dsl.warp_reduce(top, "max", width=4)  # the 4 lanes of a quad share the row
+        top = tree_max([x[k] for k in dsl.static_range(BKV // 2) if k % 4 // 2 == h])
+        top = dsl.max(m[h], dsl.warp_reduce(top, "max", width=4) * scale)  # the 4 lanes of a quad share the row
         alpha[h] = dsl.exp2(m[h] - top)
         new_m[h] = top
-    p = [dsl.exp2(x[k] - new_m[k % 4 // 2]) for k in dsl.static_range(BKV // 2)]
-    new_total = [0.0, 0.0]
-    for h in dsl.static_range(2):
-        part = alpha[h] * total[h]
-        for k in dsl.static_range(BKV // 8):
-            part = part + p[4 * k + 2 * h] + p[4 * k + 2 * h + 1]
-        new_total[h] = part
+    p = [dsl.exp2(x[k] * scale - new_m[k % 4 // 2]) for k in dsl.static_range(BKV // 2)]
+    new_total = [alpha[h] * total[h] + tree_sum([p[k] for k in dsl.static_range(BKV // 2) if k % 4 // 2 == h])
+                 for h in dsl.static_range(2)]
     return dsl.cast(dsl.vector(*p), dsl.bf16), new_m, new_total, alpha
 
 

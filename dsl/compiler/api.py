@@ -61,6 +61,7 @@ class FunctionCompiler:
         self.kernels: dict[tuple, TracedKernel | None] = {}
         self.symbols: set[str] = set()
         self.float_flags: dict[str, str] = {}  # gpu.func symbol -> its #arith.fastmath flags
+        self.flush_to_zero: set[str] = set()  # gpu.func symbols compiled with ftz=True
         self.access: dict[str, dict[str, TensorAccess]] = {}  # gpu.func symbol -> its tensors' accesses
         self._dynamic_smem: Any = None
         self._dynamic_smem_align = 16
@@ -148,6 +149,8 @@ class FunctionCompiler:
             n += 1
         self.symbols.add(symbol)
         self.float_flags[symbol] = float_flags(kernel.hints)
+        if kernel.hints.get("ftz"):
+            self.flush_to_zero.add(symbol)
         with self.context:
             traced = trace_kernel(kernel, src, specs, block, symbol, self.gpu_ip, target, self.sink,
                                   self._declare_dynamic_smem)
@@ -235,7 +238,8 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
             sink.add(Diagnostic.make("DSL402", f"'{name}' did not compile", def_range))
         return None
     tgt = fc.target  # a kernel written for sm_90a makes an sm_90 module sm_90a
-    build = Build(fc.module, fc.context, tgt, def_range, options=options, float_flags=fc.float_flags)
+    build = Build(fc.module, fc.context, tgt, def_range, options=options, float_flags=fc.float_flags,
+                  flush_to_zero=fc.flush_to_zero)
     collector = [build]
     handler = attach_error_collector(fc.context, collector)
     try:

@@ -56,6 +56,7 @@ class Build:
     fallback_range: SourceRange  # where to point when an error has no location
     options: BuildOptions = field(default_factory=BuildOptions)
     float_flags: dict[str, str] = field(default_factory=dict)  # gpu.func symbol -> #arith.fastmath flags
+    flush_to_zero: set[str] = field(default_factory=set)  # kernels compiled with ftz=True
     texts: dict[str, str] = field(default_factory=dict)
     maps: dict[str, SourceMap] = field(default_factory=dict)
     resources: dict[str, Resources] = field(default_factory=dict)
@@ -114,9 +115,20 @@ def stage_lowered(build: Build) -> None:
     except ir.MLIRError as err:
         raise _mlir_errors(build, "DSL402", "lowering to NVVM failed", err) from None
     pass_tensor_maps_by_value(lowered)
+    flush_subnormals(lowered, build.flush_to_zero)
     build.lowered_module = lowered
     if build.options.views:
         build.texts["lowered"], build.maps["lowered"] = source_maps.mlir_text_and_map(_printed(lowered.operation))
+
+
+def flush_subnormals(module: Any, symbols: set[str]) -> None:
+    """`ftz=True` kernels: f32 subnormals flush to zero (LLVM's denormal mode, which NVPTX
+    turns into the `.ftz` forms of the f32 instructions)."""
+    if not symbols:
+        return
+    for op in _gpu_module(module).regions[0].blocks[0].operations:
+        if op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value in symbols:
+            op.attributes["denormal_fp_math_f32"] = ir.StringAttr.get("preserve-sign")
 
 
 def pass_tensor_maps_by_value(module: Any) -> None:

@@ -95,7 +95,7 @@ IMPLS: dict[Any, Any] = {
     # math (math_ops.py)
     I.exp: exp2_based("exp"),
     I.log: exp2_based("log"),
-    I.exp2: math_op("exp2"),
+    I.exp2: math_ops.exp2,
     I.log2: math_op("log2"),
     I.log1p: math_op("log1p"),
     I.expm1: math_op("expm1"),

@@ -123,6 +123,7 @@ class KernelTracer(Tracer):
         self._smem_count = 0
         self.declare_dynamic_smem: Any = lambda align: None  # set by the compiler: one global per module
         self.kernel_source: FunctionSource | None = None  # for fixes that edit the decorator
+        self.flush_to_zero = False  # `@kernel(ftz=True)`: the .ftz forms of f32 instructions
 
     def target_diagnostic(self, node: ast.AST, err: DSLTargetError) -> Diagnostic:
         """DSL207 with the fix that says which architecture the kernel is written for."""
@@ -407,6 +408,7 @@ def trace_kernel(
     tracer = KernelTracer(sink, target, module_ip, symbol, block)
     tracer.param_sources = sources
     tracer.kernel_source = src
+    tracer.flush_to_zero = bool(hints.get("ftz"))
     tracer.declare_dynamic_smem = declare_dynamic_smem
     fn = kfn.fn
     tracer.frames.append(Frame(file, env, {**fn.__globals__, **closure_vars(fn)}))

@@ -107,6 +107,22 @@ def exp2_based(name: str) -> Impl:
     return impl
 
 
+def exp2(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """2**x: the `math` op (the hardware ex2 for f32, which keeps subnormal results); in a
+    kernel compiled with `ftz=True` the f32 instruction's `.ftz` form, one instruction."""
+    if not getattr(tracer, "flush_to_zero", False):
+        return _exp2(tracer, args, kwargs)
+    _arity("exp2", args, kwargs, 1)
+    (v,), ty = floats("exp2", args[0])
+    if ty.name != "f32":
+        return _exp2(tracer, [v], {})
+    return wrap(v, lanewise([v], lambda x: ops.llvm_call_intrinsic(ty.mlir_type(), "llvm.nvvm.ex2.approx.ftz.f",
+                                                                   [x])), ty)
+
+
+_exp2 = math_op("exp2")
+
+
 def classify(name: str) -> Impl:
     """`isnan` / `isinf`: a bool (or bool vector) per value."""
     def impl(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:

@@ -183,6 +183,7 @@ _HINT_CHECKS = {
     "minnctapersm": _minnctapersm,
     "fastmath": _bool_hint,
     "contract": _bool_hint,
+    "ftz": _bool_hint,
 }
 
 

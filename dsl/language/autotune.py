@@ -26,14 +26,15 @@ _UNSET: Any = object()
 class Config:
     """One candidate of an autotuned jit function.
 
-    Keyword arguments other than the four hints are Constexpr parameters of the function
+    Keyword arguments other than the hints are Constexpr parameters of the function
     (`Config(BLOCK=256)`); the hints override the `@dsl.kernel(...)` hints of every kernel the
     function launches, for this config only (`Config(BLOCK=256, maxnreg=128)`).
     """
 
     def __init__(self, *, maxnreg: int | None = _UNSET, minnctapersm: int | None = _UNSET,
-                 fastmath: bool = _UNSET, contract: bool = _UNSET, **params: Any) -> None:
-        given = {"maxnreg": maxnreg, "minnctapersm": minnctapersm, "fastmath": fastmath, "contract": contract}
+                 fastmath: bool = _UNSET, contract: bool = _UNSET, ftz: bool = _UNSET, **params: Any) -> None:
+        given = {"maxnreg": maxnreg, "minnctapersm": minnctapersm, "fastmath": fastmath, "contract": contract,
+                 "ftz": ftz}
         self.hints: dict[str, Any] = {k: v for k, v in given.items() if v is not _UNSET}
         self.params: dict[str, Any] = dict(params)
         for name, value in self.params.items():

@@ -30,7 +30,8 @@ _call_autotuned: Any = None  # dsl.runtime.autotune.call
 
 # The compile hints a kernel takes besides `known_block_size`, with their defaults. The
 # compiler validates them (DSL201 at the decorator argument, see `static_checks.check_hints`).
-HINT_DEFAULTS: dict[str, Any] = {"maxnreg": None, "minnctapersm": None, "fastmath": False, "contract": True}
+HINT_DEFAULTS: dict[str, Any] = {"maxnreg": None, "minnctapersm": None, "fastmath": False, "contract": True,
+                                 "ftz": False}
 
 # Hints an autotuning config sets for every kernel compiled inside `hint_overrides` (this
 # thread or task only): every reader of `KernelFunction.hints` (checks, tracing, cache keys)
@@ -57,7 +58,10 @@ class KernelFunction:
     `known_block_size` or a compile-time launch block), `contract=False` keeps `a * b + c`
     as a rounded multiply and a rounded add instead of one FMA, and `fastmath=True` also
     allows approximate division and math functions, reassociation and the assumption that
-    no value is NaN, infinite or a signed zero that matters.
+    no value is NaN, infinite or a signed zero that matters. `ftz=True` flushes f32
+    subnormal inputs and results to zero (nvcc's `-ftz=true`): the `.ftz` instructions, e.g.
+    one `ex2.approx.ftz.f32` per `dsl.exp2` instead of the extra scaling for subnormals; NaN
+    and infinities keep their meaning.
     """
 
     def __init__(self, fn: Any, name: str | None = None, known_block_size: Any = None, target: str | None = None,
@@ -194,13 +198,15 @@ class JitFunction(_JitCall):
 
 
 def kernel(fn: Any = None, *, name: str | None = None, known_block_size: Any = None, maxnreg: Any = None,
-           minnctapersm: Any = None, fastmath: Any = False, contract: Any = True, target: str | None = None) -> Any:
+           minnctapersm: Any = None, fastmath: Any = False, contract: Any = True, ftz: Any = False,
+           target: str | None = None) -> Any:
     """Declares a GPU kernel. `known_block_size=[x, y, z]` promises the launch block;
-    `maxnreg`, `minnctapersm`, `fastmath` and `contract` are compile hints (see
+    `maxnreg`, `minnctapersm`, `fastmath`, `contract` and `ftz` are compile hints (see
     `KernelFunction`). Float `a * b + c` contracts to FMA unless `contract=False`.
     `target="sm_90a"` says the kernel is written for that architecture (Hopper's wgmma and
     setmaxnreg exist only there); programs with it compile for it."""
-    hints = {"maxnreg": maxnreg, "minnctapersm": minnctapersm, "fastmath": fastmath, "contract": contract}
+    hints = {"maxnreg": maxnreg, "minnctapersm": minnctapersm, "fastmath": fastmath, "contract": contract,
+             "ftz": ftz}
     if fn is None:
         return lambda f: KernelFunction(f, name=name, known_block_size=known_block_size, target=target, **hints)
     return KernelFunction(fn, name=name, known_block_size=known_block_size, target=target, **hints)

@@ -60,7 +60,7 @@ class JitFunction(Generic[_P, _R]):
 def kernel(fn: Callable[_P, object], /) -> KernelFunction[_P]: ...
 @overload
 def kernel(fn: None = None, *, name: str | None = None, known_block_size: Sequence[int] | None = None,
-           maxnreg: int | None = None, minnctapersm: int | None = None, fastmath: bool = False,
+           maxnreg: int | None = None, minnctapersm: int | None = None, fastmath: bool = False, ftz: bool = False,
            contract: bool = True, target: str | None = None,
            ) -> Callable[[Callable[_P, object]], KernelFunction[_P]]: ...
 @overload

@@ -147,3 +147,19 @@ def fast(x: Tensor[f32]):
     exact, fast = a.stage("exact", "ptx"), a.stage("fast", "ptx")
     assert exact.count("sqrt.rn.f32") == 5 and "sqrt.approx" not in exact
     assert fast.count("sqrt.approx.f32") == 1 and "sqrt.rn" not in fast
+
+
+def test_ftz_flushes_f32_subnormals_in_the_instructions(analyse):
+    source = """
+import dsl
+from dsl import Tensor, f32
+
+@dsl.kernel{hint}
+def k(x: Tensor[f32], y: Tensor[f32]):
+    i = dsl.thread_idx.x
+    y[i] = dsl.exp2(x[i]) * x[i] + 1.0
+"""
+    flushed = analyse(source.format(hint="(ftz=True)"), name="ftz.py").stage("k", "ptx")
+    kept = analyse(source.format(hint=""), name="no_ftz.py").stage("k", "ptx")
+    assert "ex2.approx.ftz.f32" in flushed and "fma.rn.ftz.f32" in flushed
+    assert "ex2.approx.f32" in kept and "fma.rn.f32" in kept and ".ftz" not in kept
