@@ -229,7 +229,10 @@ def make_groups(lines: Sequence[str]) -> list[Group]:
         block = "".join(lines[a:b])
         pieces.append(block)
         size += len(block)
-        if hash(block) % GROUP_TARGET_BLOCKS == 0 or size >= GROUP_MAX or b == len(lines):
+        # A group never ends after a decorator: its function is the next block, and a group
+        # that stops between them does not parse alone.
+        closes = (hash(block) % GROUP_TARGET_BLOCKS == 0 or size >= GROUP_MAX) and not block.startswith("@")
+        if closes or b == len(lines):
             groups.append(Group(begin, b, "".join(pieces)))
             begin, size, pieces = b, 0, []
     return groups or [Group(0, len(lines), "".join(lines))]
