@@ -8,6 +8,8 @@ For each file size (`--kernels 10 50 100`: a file of that many kernels) it start
   it) and from the server process's start;
 - edit -> diagnostics: one kernel (`k3`) edited per round; the time from `didChange` to the
   compiler tier's publication for that version, minus the debounce (reported separately);
+- a line added above every kernel (five rounds, one more comment line at the top each): the
+  same time, for an edit that moves every function of the file;
 - hover on a kernel name (resources + lowered MLIR), the first one right after an edit;
 - whether any publication carried DSL002 (the worker failed: it never should here);
 - the server's resident memory after `--rss-edits` more edits (VmRSS from /proc);
@@ -124,7 +126,15 @@ async def measure(kernels: int, rounds: int, debounce_ms: int, rss_edits: int) -
         await client.text_document_hover_async(hover_params)
         hovers.append(time.perf_counter() - start)
 
+    # a line typed above every kernel moves them all: shifted, not compiled again
     version = rounds + 1
+    moved = []
+    for extra in range(1, 6):
+        version += 1
+        sent = time.perf_counter()
+        client.text_document_did_change(change(uri, version, "# moved\n" * extra + source(kernels, 1.0 + rounds + 1)))
+        moved.append(await recorder.wait(uri, version, 2) - sent - debounce_ms / 1000)
+
     for _ in range(rss_edits):
         version += 1
         client.text_document_did_change(change(uri, version, source(kernels, float(version))))
@@ -150,6 +160,7 @@ async def measure(kernels: int, rounds: int, debounce_ms: int, rss_edits: int) -
         "hover with lowered MLIR, p95": f"{percentile(hovers, 0.95) * ms:.1f} ms",
         "hover right after an edit, max": f"{max(hovers[:rounds]) * ms:.1f} ms",
         "DSL002 (worker failed) publications": str(recorder.worker_failures),
+        "line added above every kernel -> diagnostics, median of 5": f"{statistics.median(moved) * ms:.0f} ms",
         "reopen (kept report) -> first compiler diagnostics": f"{reopened * ms:.0f} ms",
         f"server RSS after {rss_edits} more edits": f"{rss:.0f} MiB",
     }

@@ -12,9 +12,11 @@ is what Python's `ast` reports); the language server converts to UTF-16 position
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import linecache
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from dsl.records import Record
 
@@ -53,6 +55,34 @@ class SourceRange(Record):
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column + 1}"
+
+
+T = TypeVar("T")
+
+
+def relocate(value: T, file: str, new_file: str, line_delta: int = 0) -> T:
+    """`value` with every `SourceRange` in `file` moved to `new_file` and down `line_delta`
+    lines, at any depth of dataclasses, tuples, lists and dicts (AST nodes are left alone)."""
+    if isinstance(value, SourceRange):
+        if value.file != file:
+            return value
+        return dataclasses.replace(  # type: ignore[return-value]
+            value, file=new_file, line=value.line + line_delta, end_line=value.end_line + line_delta
+        )
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: relocate(getattr(value, f.name), file, new_file, line_delta)
+            for f in dataclasses.fields(value)
+            if f.init
+        }
+        return dataclasses.replace(value, **changes)  # type: ignore[return-value]
+    if isinstance(value, tuple):
+        return tuple(relocate(v, file, new_file, line_delta) for v in value)  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [relocate(v, file, new_file, line_delta) for v in value]  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {k: relocate(v, file, new_file, line_delta) for k, v in value.items()}  # type: ignore[return-value]
+    return value
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import concurrent.futures
 import contextlib
 import copy
 import dataclasses
@@ -19,11 +20,11 @@ import linecache
 import os
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsl.compiler.api import compile_function, parse_examples
+from dsl.compiler.api import PendingCompile, parse_examples, start_compile
 from dsl.compiler.artifacts import FunctionReport, ModuleReport, Resources
 from dsl.compiler.build_options import BuildOptions
 from dsl.diagnostics import CompileError, Diagnostic, SourceRange
@@ -192,24 +193,39 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
     progress()
     options = analysis_options(views)
     report = ModuleReport(path, diagnostics=diagnostics)
+    with _assembling_beside():
+        _compile_functions(namespace, path, report, target, until, views, options, progress)
+    report.functions.sort(key=lambda f: f.range.line)
+    return report
+
+
+def _compile_functions(namespace: dict[str, Any], path: str, report: ModuleReport, target: str | None, until: str,
+                       views: bool, options: BuildOptions, progress: Callable[[], None]) -> None:
     from dsl.frontend.source import function_source
 
     used_specs: dict[int, tuple[tuple, Any]] = {}
     launched_by_failed_jit: set[str] = set()
     functions = dsl_functions(namespace, path)
+    # Each compile returns once its PTX is made, and ptxas runs while the next function is
+    # traced; the results are collected afterwards, in order. Jit functions first: the
+    # specializations their launches give their kernels are needed before those compile.
+    jits = []
     for name, fn in functions:
         if not isinstance(fn, JitFunction):
             continue
         src = function_source(fn.fn)
-        rng = src.file.def_name_range(src.node)
         examples = parse_examples(fn) or [((), {}, None)]
-        compiled, diags = None, []
         with _recording(views) as facts:  # what tracing bound each name to, for the editor
-            for args, kwargs, ex_range in examples:
-                result, ds = compile_function(fn, args, kwargs, target, until=until, example_range=ex_range,
-                                              options=options)
-                compiled = compiled or result
-                diags += [d for d in ds if d not in diags]
+            started = [start_compile(fn, args, kwargs, target, until=until, example_range=ex_range, options=options)
+                       for args, kwargs, ex_range in examples]
+        jits.append((name, src, started, _facts_in(facts, path)))
+        progress()
+    for name, src, started, values in jits:
+        compiled, diags = None, []
+        for pending in started:
+            result, ds = pending.result()
+            compiled = compiled or result
+            diags += [d for d in ds if d not in diags]
         if compiled is None:
             launched_by_failed_jit |= _launched_names(src.node)
         else:
@@ -218,8 +234,10 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
                 key = id(kernel)
                 if key not in used_specs:
                     used_specs[key] = (tuple(launch.kernel.params), launch.kernel.block)
-        report.functions.append(FunctionReport(name, "jit", rng, compiled, diags, _facts_in(facts, path)))
+        report.functions.append(FunctionReport(name, "jit", src.file.def_name_range(src.node), compiled, diags,
+                                               values))
         progress()
+    kernels = []
     for name, fn in functions:
         if not isinstance(fn, KernelFunction):
             continue
@@ -233,16 +251,18 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
         with _recording(views) as facts:
             if id(fn) in used_specs:
                 params, block = used_specs[id(fn)]
-                compiled, diags = _compile_kernel_spec(fn, list(params), block, target, until, options)
+                pending, keep = _start_kernel_spec(fn, list(params), block, target, until, options), "DSL101"
             else:
-                compiled, diags = compile_function(fn, (), {}, target, until=until, options=options)
-                if name in launched_by_failed_jit:
-                    # its types come from the launch; the jit's own error is the one to fix
-                    diags = [d for d in diags if d.code != "DSL103"]
-        report.functions.append(FunctionReport(name, "kernel", rng, compiled, diags, _facts_in(facts, path)))
+                pending = start_compile(fn, (), {}, target, until=until, options=options)
+                # its types come from the launch; the jit's own error is the one to fix
+                keep = "DSL103" if name in launched_by_failed_jit else None
+        kernels.append((name, rng, pending, keep, _facts_in(facts, path)))
         progress()
-    report.functions.sort(key=lambda f: f.range.line)
-    return report
+    for name, rng, pending, dropped, values in kernels:
+        compiled, diags = pending.result()
+        report.functions.append(FunctionReport(name, "kernel", rng, compiled, [d for d in diags if d.code != dropped],
+                                               values))
+        progress()
 
 
 def _recording(views: bool) -> contextlib.AbstractContextManager[trace_facts.FactRecorder | None]:
@@ -262,9 +282,10 @@ def _launched_names(node: ast.AST) -> set[str]:
     return {launch.kernel.id for launch in launches if launch is not None and isinstance(launch.kernel, ast.Name)}
 
 
-def _compile_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, target: str | None, until: str,
-                         options: BuildOptions):
-    """Compiles a kernel alone with the specialization a jit launch gave it."""
+def _start_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, target: str | None, until: str,
+                       options: BuildOptions) -> PendingCompile:
+    """Compiles a kernel alone with the specialization a jit launch gave it (its annotation
+    mismatches, DSL101, belong to the launch that passed the arguments: reported there)."""
     from dsl.language.tensor_cores import TensorMapSpec
     from dsl.language.types import TensorSpec
 
@@ -281,13 +302,11 @@ def _compile_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, targ
     if block is not None and fn.known_block_size is None:
         fn = copy.copy(fn)  # the inferred contract, for this compile only: the user's object is left alone
         fn.known_block_size = list(block)
-    compiled, diagnostics = compile_function(fn, tuple(args), {}, target, until=until, options=options)
-    # annotation mismatches belong to the launch that passed the arguments (reported there)
-    return compiled, [d for d in diagnostics if d.code != "DSL101"]
+    return start_compile(fn, tuple(args), {}, target, until=until, options=options)
 
 
 def analysis_options(views: bool) -> BuildOptions:
-    return BuildOptions(views=views, assembler=assemble_once)
+    return BuildOptions(views=views, assembler=assemble_once, start_assembly=start_assembly_once)
 
 
 # (sha256 of the PTX, architecture) -> what ptxas made of it, most recent last
@@ -311,3 +330,40 @@ def assemble_once(ptx: str, arch: str) -> tuple[bytes, dict[str, Resources], str
     _ASSEMBLED.move_to_end(key)
     cubin, resources, log = done
     return cubin, {name: dataclasses.replace(r) for name, r in resources.items()}, log
+
+
+_ASSEMBLERS = 2  # ptxas processes beside the compiling thread
+_pool: concurrent.futures.ThreadPoolExecutor | None = None  # while `analyze_source` runs
+_STARTED: dict[tuple[str, str], concurrent.futures.Future] = {}
+
+
+@contextlib.contextmanager
+def _assembling_beside() -> Iterator[None]:
+    """Threads that run ptxas while the module's functions compile, for one analysis: none is
+    left behind (a warm run process that keeps a thread is retired, see `lsp.zygote`)."""
+    global _pool
+    _pool = concurrent.futures.ThreadPoolExecutor(_ASSEMBLERS, "ptxas")
+    try:
+        yield
+    finally:
+        pool, _pool = _pool, None
+        pool.shutdown(wait=True, cancel_futures=True)
+        _STARTED.clear()
+
+
+def start_assembly_once(ptx: str, arch: str) -> Callable[[], tuple[bytes, dict[str, Resources], str]]:
+    """`assemble_once`, started: during an analysis ptxas runs in a thread's process while the
+    caller compiles on; the returned function waits for it."""
+    from dsl.compiler import toolchain
+
+    key = (hashlib.sha256(ptx.encode()).hexdigest(), arch)
+    if _pool is not None and key not in _ASSEMBLED and key not in _STARTED:
+        _STARTED[key] = _pool.submit(toolchain.assemble, ptx, arch)
+
+    def wait() -> tuple[bytes, dict[str, Resources], str]:
+        future = _STARTED.pop(key, None)
+        if future is not None:
+            _ASSEMBLED[key] = future.result()  # ptxas's errors are raised here, as assembling raises them
+        return assemble_once(ptx, arch)
+
+    return wait

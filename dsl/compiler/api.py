@@ -12,11 +12,13 @@ import ast
 import contextlib
 import threading
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mlir import ir
 
-from dsl.compiler import cache
+from dsl.compiler import cache, relocation
 from dsl.compiler.access import TensorAccess, tensor_access
 from dsl.compiler.artifacts import CompiledFunction, KernelInfo
 from dsl.compiler.build_options import BuildOptions
@@ -172,47 +174,103 @@ def compile_function(fn: Any, args: tuple = (), kwargs: dict | None = None, targ
                      until: str = "cubin", example_range: SourceRange | None = None,
                      options: BuildOptions | None = None) -> tuple[CompiledFunction | None, list[Diagnostic]]:
     """Compiles without raising: returns the result (None on errors) and every diagnostic."""
+    return start_compile(fn, args, kwargs, target, until, example_range, options).result()
+
+
+@dataclass
+class PendingCompile:
+    """A compile whose ptxas may still run (`BuildOptions.start_assembly`): what tracing found
+    is known — `launches`, the jit's kernels with their specializations — and `result()`
+    waits for the assembly and finishes, once."""
+
+    launches: list[Any]
+    finish: Callable[[], tuple[CompiledFunction | None, list[Diagnostic]]]
+    _result: tuple[CompiledFunction | None, list[Diagnostic]] | None = None
+
+    def result(self) -> tuple[CompiledFunction | None, list[Diagnostic]]:
+        if self._result is None:
+            self._result = self.finish()
+        return self._result
+
+
+def _done(compiled: CompiledFunction | None, diagnostics: list[Diagnostic]) -> PendingCompile:
+    return PendingCompile(compiled.launches if compiled is not None else [], lambda: (compiled, diagnostics))
+
+
+def start_compile(fn: Any, args: tuple = (), kwargs: dict | None = None, target: str | None = None,
+                  until: str = "cubin", example_range: SourceRange | None = None,
+                  options: BuildOptions | None = None) -> PendingCompile:
+    """`compile_function` up to the assembly: with `options.start_assembly` ptxas then runs in
+    its own process while the caller goes on (compiling the next function of a file)."""
     with ops.generic_views():
-        return _compile_function(fn, args, kwargs, target, until, example_range, options or BuildOptions())
+        return _start_compile(fn, args, kwargs, target, until, example_range, options or BuildOptions())
 
 
-def _compile_function(fn: Any, args: tuple, kwargs: dict | None, target: str | None, until: str,
-                      example_range: SourceRange | None, options: BuildOptions
-                      ) -> tuple[CompiledFunction | None, list[Diagnostic]]:
+def _start_compile(fn: Any, args: tuple, kwargs: dict | None, target: str | None, until: str,
+                   example_range: SourceRange | None, options: BuildOptions) -> PendingCompile:
     kind = _kind(fn)
     tgt = get_target(target)
     sink = DiagnosticSink()
     try:
         src = function_source(fn.fn)
     except OSError as err:
-        return None, [Diagnostic.make("DSL402", str(err), SourceRange(fn.fn.__code__.co_filename,
-                                                                     fn.fn.__code__.co_firstlineno, 0,
-                                                                     fn.fn.__code__.co_firstlineno, 0))]
+        return _done(None, [Diagnostic.make("DSL402", str(err), SourceRange(fn.fn.__code__.co_filename,
+                                                                           fn.fn.__code__.co_firstlineno, 0,
+                                                                           fn.fn.__code__.co_firstlineno, 0))])
     params = resolve_params(fn, src, args, kwargs or {}, sink, example_range)
     if params is None:
-        return None, sink.items
-    key = cache.function_key(fn, src, params, tgt.name, until + options.cache_tag())
+        return _done(None, sink.items)
+    shape = cache.function_shape_key(fn, src, params, tgt.name, until + options.cache_tag())
+    key = cache.place_key(*shape)
     hit = cache.MEMORY.get(key)
+    if hit is None and options.views:  # the editor's builds: a function moved by an edit above it
+        hit = _moved(*shape)
+        if hit is not None:
+            cache.MEMORY.put(key, hit, shape)
     # a result compiled while nobody recorded the tracer's facts is traced again for a recording
     if hit is not None and (hit[2] is not None or trace_facts.current() is None):
         compiled, diags, facts = hit
         trace_facts.replay(facts)  # what tracing it told the editor, as if it were traced now
-        return compiled, list(diags)
+        return _done(compiled, list(diags))
     recording = trace_facts.recording() if trace_facts.current() is not None else contextlib.nullcontext()
+
+    def internal_error(err: Exception) -> tuple[None, list[Diagnostic]]:  # never a bare traceback
+        sink.add(Diagnostic.make("DSL402", f"internal compiler error: {type(err).__name__}: {err}",
+                                 src.file.def_name_range(src.node)))
+        return None, sink.items
+
     with recording as recorder:
         try:
-            compiled = _build(fn, kind, src, params, tgt, sink, until, options)
-        except Exception as err:  # never a bare traceback: report where the function is
-            sink.add(Diagnostic.make("DSL402", f"internal compiler error: {type(err).__name__}: {err}",
-                                     src.file.def_name_range(src.node)))
-            return None, sink.items
+            launches, finish_build = _build(fn, kind, src, params, tgt, sink, until, options)
+        except Exception as err:
+            return _done(*internal_error(err))
     facts = tuple(recorder.facts()) if recorder is not None else None
-    cache.MEMORY.put(key, (compiled, tuple(sink.items), facts))
-    return compiled, sink.items
+
+    def finish() -> tuple[CompiledFunction | None, list[Diagnostic]]:
+        try:
+            compiled = finish_build()
+        except Exception as err:
+            return internal_error(err)
+        cache.MEMORY.put(key, (compiled, tuple(sink.items), facts), shape)
+        return compiled, sink.items
+
+    return PendingCompile(launches, finish)
+
+
+def _moved(shape_key: str, places: tuple[cache.Place, ...]) -> tuple | None:
+    """The cached result of the same function at other lines, shifted to these (or None)."""
+    latest = cache.MEMORY.latest_of_shape(shape_key)
+    if latest is None:
+        return None
+    move = relocation.moved_by(latest[0], places)
+    return None if move is None else relocation.relocate_entry(latest[1], *move)
 
 
 def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt: Target,
-           sink: DiagnosticSink, until: str, options: BuildOptions) -> CompiledFunction | None:
+           sink: DiagnosticSink, until: str, options: BuildOptions
+           ) -> tuple[list[Any], Callable[[], CompiledFunction | None]]:
+    """Traces and lowers up to the PTX now; the launches it traced, and what assembles and
+    finishes the result (ptxas already started when the options can start it)."""
     from dsl.compiler.launcher_source import launcher_source
     from dsl.frontend.host_tracer import trace_host
 
@@ -236,26 +294,50 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
     if sink.errors or (kind == "kernel" and not traced) or any(k is None for k in fc.kernels.values()):
         if not sink.errors:
             sink.add(Diagnostic.make("DSL402", f"'{name}' did not compile", def_range))
-        return None
+        return [], lambda: None
     tgt = fc.target  # a kernel written for sm_90a makes an sm_90 module sm_90a
     build = Build(fc.module, fc.context, tgt, def_range, options=options, float_flags=fc.float_flags,
                   flush_to_zero=fc.flush_to_zero)
     collector = [build]
     handler = attach_error_collector(fc.context, collector)
+    assembles = until in ("cubin", "sass")
     try:
         with fc.context:
-            run_pipeline(build, until=until)
+            run_pipeline(build, until="ptx" if assembles else until)
     except StageError as err:
         for d in err.diagnostics:
             sink.add(d)
-        return None
+        return [], lambda: None
     finally:
         handler.detach()
-    compiled = CompiledFunction(name=name, kind=kind, target=tgt.name, stages=dict(build.texts),
-                                source_maps=dict(build.maps), cubin=build.cubin)
-    if state is not None:
-        compiled.stages["launcher"] = launcher_source(fn.__name__, params, state, tgt.name, fc.access)
+    if assembles and options.start_assembly is not None:
+        build.assembly = options.start_assembly(build.texts["ptx"], tgt.name)
     launches = state.launches if state is not None else []
+
+    def finish() -> CompiledFunction | None:
+        if assembles:
+            try:
+                run_pipeline(build, until=until, start="cubin")
+            except StageError as err:
+                for d in err.diagnostics:
+                    sink.add(d)
+                return None
+        compiled = CompiledFunction(name=name, kind=kind, target=tgt.name, stages=dict(build.texts),
+                                    source_maps=dict(build.maps), cubin=build.cubin)
+        if state is not None:
+            compiled.stages["launcher"] = launcher_source(fn.__name__, params, state, tgt.name, fc.access)
+        _describe_kernels(compiled, traced, launches, build, tgt, fc.access, sink)
+        compiled.diagnostics = [d for d in sink.items if not d.is_error]
+        compiled.launches = launches
+        return compiled
+
+    return launches, finish
+
+
+def _describe_kernels(compiled: CompiledFunction, traced: list[TracedKernel], launches: list[Any], build: Build,
+                      tgt: Target, access: dict, sink: DiagnosticSink) -> None:
+    """Each kernel's resources and occupancy, with the spill (DSL501) and occupancy (DSL502)
+    diagnostics they call for."""
     for k in traced:
         res = build.resources.get(k.symbol)
         if res is not None:
@@ -270,7 +352,7 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
                     "DSL501", f"kernel '{k.symbol}' spills registers: {res.spill_stores} bytes stored, "
                     f"{res.spill_loads} bytes loaded ({res.registers} registers)", k.def_range))
         compiled.kernels.append(KernelInfo(k.symbol, k.source_name, k.block, k.dynamic_smem, res,
-                                           fc.access.get(k.symbol, {})))
+                                           access.get(k.symbol, {})))
         for launch in launches:
             if (launch.kernel is k and res is not None and res.occupancy is not None and res.occupancy < 0.5
                     and k.blocks_per_sm is None):  # a declared minnctapersm says the occupancy is chosen
@@ -278,9 +360,6 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
                     "DSL502", f"theoretical occupancy of '{k.symbol}' is {res.occupancy:.0%} with block "
                     f"{list(k.block)} ({res.registers} registers, {res.static_smem + k.dynamic_smem} bytes smem)",
                     launch.range))
-    compiled.diagnostics = [d for d in sink.items if not d.is_error]
-    compiled.launches = launches
-    return compiled
 
 
 def compile(fn: Any, *args: Any, target: str | None = None, **kwargs: Any) -> CompiledFunction:

@@ -127,6 +127,9 @@ class CompiledFunction(Record):
     diagnostics: list[Diagnostic] = field(default_factory=list)  # warnings and infos
     cubin: bytes | None = None
     launches: list[Any] = field(default_factory=list)  # jit: each launch's kernel, grid, block and range
+    # file -> lines to add to what the cubin's line table says: a result moved by an edit above
+    # it keeps its cubin (`dsl.compiler.relocation`)
+    cubin_line_shift: dict[str, int] = field(default_factory=dict)
 
     @property
     def traced(self) -> str:
@@ -151,6 +154,10 @@ class CompiledFunction(Record):
             from dsl.compiler.source_maps import sass_view
 
             view = sass_view(self.cubin)
+            if view is not None and self.cubin_line_shift:
+                from dsl.compiler.relocation import shift_sass_view
+
+                view = shift_sass_view(view, self.cubin_line_shift)
             if view is not None:
                 self.stages["sass"], self.source_maps["sass"] = view
         return self.stages.get("sass")

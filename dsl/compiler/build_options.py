@@ -27,6 +27,10 @@ class BuildOptions:
     # Called while the toolkit's ptxas runs in its own process, so the caller's own set-up
     # (loading the CUDA driver bindings) overlaps the assembly instead of following it.
     while_assembling: Callable[[], None] | None = None
+    # PTX, target -> a wait for what `assembler` gives: starts the assembly and returns at once,
+    # so a caller compiling many functions (`dsl.compiler.api.start_compile`) traces the next
+    # one while ptxas runs in its own process
+    start_assembly: Callable[[str, str], Callable[[], tuple[bytes, dict[str, Resources], str]]] | None = None
 
     def cache_tag(self) -> str:
         """What distinguishes this build's result in the in-memory cache."""

@@ -37,10 +37,22 @@ def dependency_digest(fn: types.FunctionType) -> str:
 
     A function's place (file, line, column) is part of it: a compiled result names absolute
     source lines, so the same text moved down by an edit above it is a different entry."""
+    shape, places = dependency_shape(fn)
+    return hashlib.sha256(f"{shape}\n{places!r}".encode()).hexdigest()
+
+
+Place = tuple[str, int, int]  # (file, first line including decorators, column) of a function
+
+
+def dependency_shape(fn: types.FunctionType) -> tuple[str, tuple[Place, ...]]:
+    """What `dependency_digest` hashes, with the places apart: a digest of the sources and
+    constants alone, and where each function it reached is. Two functions with the same
+    shape differ only by where they are (`dsl.compiler.relocation` shifts a result)."""
     from dsl.frontend.source import closure_vars, function_source, is_user_function
     from dsl.language.decorators import JitFunction, KernelFunction
 
     h = hashlib.sha256()
+    places: list[Place] = []
     seen: set[int] = set()
     stack = [fn]
     while stack:
@@ -50,8 +62,9 @@ def dependency_digest(fn: types.FunctionType) -> str:
         seen.add(id(f))
         try:
             src = function_source(f)
-            # where it is, too: its IR, diagnostics and line info name absolute lines
-            h.update(f"{src.path}:{src.node.lineno}:{src.node.col_offset}\n".encode())
+            first = min([src.node.lineno] + [d.lineno for d in src.node.decorator_list])
+            places.append((src.path, first, src.node.col_offset))
+            h.update(f"{src.path}:{src.node.lineno - first}\n".encode())
             h.update(src.text.encode())
         except OSError:
             h.update(getattr(f.__code__, "co_code", b""))
@@ -70,7 +83,7 @@ def dependency_digest(fn: types.FunctionType) -> str:
             elif isinstance(value, _SIMPLE) or (
                     isinstance(value, tuple) and all(isinstance(v, _SIMPLE) for v in value)):
                 h.update(f"{name}={value!r}".encode())
-    return h.hexdigest()
+    return h.hexdigest(), tuple(places)
 
 
 _MISSING = object()
@@ -106,8 +119,22 @@ def _tree_identity(root: str) -> str:
 
 
 def function_key(fn: Any, src: Any, params: list[Any], target: str, until: str) -> str:
+    return place_key(*function_shape_key(fn, src, params, target, until))
+
+
+def place_key(shape_key: str, places: tuple[Place, ...]) -> str:
+    """The key of a function of `shape_key` at `places`."""
+    return hashlib.sha256(f"{shape_key}\n{places!r}".encode()).hexdigest()
+
+
+def function_shape_key(fn: Any, src: Any, params: list[Any], target: str, until: str
+                       ) -> tuple[str, tuple[Place, ...]]:
+    """The key of a function's result without the places of the functions it covers, and
+    those places (`place_key` joins them): a result found under the same shape elsewhere can
+    be shifted (`dsl.compiler.relocation`) instead of compiled again."""
+    shape, places = dependency_shape(fn.fn)
     parts = [
-        "fn=" + dependency_digest(fn.fn),
+        "shape=" + shape,
         "kind=" + type(fn).__name__,
         "options=" + repr(fn.options_key() if hasattr(fn, "options_key") else None),
         "params=" + repr([p.key() for p in params]),
@@ -118,16 +145,20 @@ def function_key(fn: Any, src: Any, params: list[Any], target: str, until: str) 
         "assembler=" + environment.choice("KDSL_ASSEMBLER"),
         "file=" + src.path,
     ]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest(), places
 
 
 class MemoryCache:
     """A small LRU of compile results, for warm processes; safe to share between threads (the
-    counters say how many lookups hit and missed, which tests of recompilation read)."""
+    counters say how many lookups hit and missed, which tests of recompilation read).
+
+    Beside the results it remembers, per shape key (`function_shape_key`), where the latest
+    result of that shape was: a function moved by an edit is found there and shifted."""
 
     def __init__(self, capacity: int = 256):
         self.capacity = capacity
         self._items: OrderedDict[str, Any] = OrderedDict()
+        self._shapes: dict[str, tuple[str, tuple[Place, ...]]] = {}  # shape key -> (key, places)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -141,16 +172,29 @@ class MemoryCache:
             self.misses += 1
             return None
 
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: Any, shape: tuple[str, tuple[Place, ...]] | None = None) -> None:
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
+            if shape is not None:
+                self._shapes[shape[0]] = (key, shape[1])
+                if len(self._shapes) > 2 * self.capacity:
+                    self._shapes = {s: kp for s, kp in self._shapes.items() if kp[0] in self._items}
+
+    def latest_of_shape(self, shape_key: str) -> tuple[tuple[Place, ...], Any] | None:
+        """The places and the result of the latest function of this shape still cached."""
+        with self._lock:
+            found = self._shapes.get(shape_key)
+            if found is None or found[0] not in self._items:
+                return None
+            return found[1], self._items[found[0]]
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._shapes.clear()
 
 
 MEMORY = MemoryCache()

@@ -64,6 +64,7 @@ class Build:
     lowered_module: Any = None
     timings: dict[str, float] = field(default_factory=dict)
     errors: list[tuple[str, str]] = field(default_factory=list)  # (message, location text)
+    assembly: Callable[[], tuple[bytes, dict[str, Resources], str]] | None = None  # started ptxas
 
 
 def _printed(op: Any) -> str:
@@ -203,7 +204,9 @@ def stage_ptx(build: Build) -> None:
 def stage_cubin(build: Build) -> None:
     try:
         options = build.options
-        if options.assembler is not None:
+        if build.assembly is not None:
+            cubin, resources, _log = build.assembly()
+        elif options.assembler is not None:
             cubin, resources, _log = options.assembler(build.texts["ptx"], build.target.name)
         else:
             cubin, resources, _log = toolchain.assemble(build.texts["ptx"], build.target.name,
@@ -257,13 +260,15 @@ MAKERS: dict[str, Callable[[Build], None]] = {
 assert [s.name for s in STAGES if s.name in MAKERS] == list(MAKERS)  # the table's order
 
 
-def run_pipeline(build: Build, until: str = "sass") -> None:
-    """Runs the table's stages in order up to and including `until`, timing each."""
-    if until not in MAKERS:
+def run_pipeline(build: Build, until: str = "sass", start: str = "traced") -> None:
+    """Runs the table's stages in order from `start` up to and including `until`, timing each."""
+    if until not in MAKERS or start not in MAKERS:
         raise ValueError(f"the pipeline makes {', '.join(MAKERS)}, not {until!r}")
+    started = False
     for stage in STAGES:
         make = MAKERS.get(stage.name)
-        if make is None:
+        started = started or stage.name == start
+        if make is None or not started:
             continue
         start = time.perf_counter()
         make(build)
