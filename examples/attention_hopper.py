@@ -4,13 +4,14 @@ or 128, causal or not, with f32 softmax statistics and accumulation.
 q, k, v and o are [batch * heads, seq_len, head_dim] (contiguous). Each block computes 128
 query rows of one head with three warpgroups. The producer loads the block's Q tile once
 and streams 128-row K and V tiles through a ring of shared-memory stages with TMA. Each
-of the two consumer warpgroups owns 64 query rows: per K/V tile it computes S = Q K^T with
-`wgmma` (A and B from shared memory), updates the running row maximum and sum (an online
-softmax in registers; quads of lanes share a row, so row statistics take two shuffles),
-rescales its output accumulator, converts P to bf16 and computes O += P V with `wgmma`
-taking P from registers and V N-major from shared memory; then it frees the stage. The two
-consumers drift apart, so one's softmax overlaps the other's MMAs (pipelining each
-warpgroup's loop by one tile, S_j beside P_{j-1} V_{j-1}, measured slower). Causal blocks
+of the two consumer warpgroups owns 64 query rows and is pipelined by one tile, as
+FlashAttention-3 does: in one turn it issues S_j = Q K_j^T and O += P_{j-1} V_{j-1} with
+`wgmma` (A and B from shared memory for S; P from registers and V N-major for P V), then
+computes the online softmax of S_j (running row maximum and sum in registers; quads of
+lanes share a row, so row statistics take two shuffles) while P_{j-1} V_{j-1} still runs,
+rescales O and frees the stage. The two consumers take turns at the tensor cores through
+two named barriers (ping-pong: each waits for its turn before issuing its MMAs and hands
+the turn over right after), so one's softmax runs while the other's MMAs do. Causal blocks
 stop at the diagonal tile, mask it, and run heaviest first.
 
     python examples/attention_hopper.py    # on an H100 / H200: checks against torch SDPA, prints TFLOP/s
@@ -131,17 +132,38 @@ def attention_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, o:
         total = [0.0, 0.0]  # this thread's part of each row's sum
         acc = dsl.zeros(dsl.f32, D // 2)
         dsl.mbarrier_wait(q_full, 0, 0)
-        for j in range(kv_tiles):
+        me = warpgroup  # named barrier 1 or 2: this consumer's turn at the tensor cores
+        if warpgroup == 2:
+            dsl.named_barrier_arrive(1, 256)  # the first consumer goes first
+        dsl.mbarrier_wait(k_full, 0, 0)
+        dsl.named_barrier(me, 256)
+        scores = tile_scores(sq, sk, 0, row0, D)
+        dsl.named_barrier_arrive(3 - me, 256)
+        scores = dsl.wgmma_wait(scores)
+        probs, m, total, alpha = online_softmax(scores, m, total, scale, q0, row, q, 0, CAUSAL)
+        for j in range(1, kv_tiles):
             s = j % STAGES
-            phase = (j // STAGES) % 2
-            dsl.mbarrier_wait(k_full, s, phase)
-            scores = dsl.wgmma_wait(tile_scores(sq, sk, s, row0, D))
+            prev = (j - 1) % STAGES
+            dsl.mbarrier_wait(k_full, s, (j // STAGES) % 2)
+            dsl.mbarrier_wait(v_full, prev, ((j - 1) // STAGES) % 2)
+            dsl.named_barrier(me, 256)  # this consumer's turn: S_j, and P_{j-1} V_{j-1} behind it
+            scores = tile_scores(sq, sk, s, row0, D)
+            acc = dsl.wgmma(acc, probs, None, sv, (prev,), b_major="n")
+            dsl.named_barrier_arrive(3 - me, 256)  # the other consumer's turn
+            scores = dsl.wgmma_wait(scores, pending=1)  # S_j is ready; P_{j-1} V_{j-1} may still run
             probs, m, total, alpha = online_softmax(scores, m, total, scale, q0, row, q, j, CAUSAL)
-            acc = acc * dsl.vector(*[alpha[k % 4 // 2] for k in dsl.static_range(D // 2)])
-            dsl.mbarrier_wait(v_full, s, phase)
-            acc = dsl.wgmma_wait(dsl.wgmma(acc, probs, None, sv, (s,), b_major="n"))
+            acc = dsl.wgmma_wait(acc, pending=0)
             if lane == 0:
-                dsl.mbarrier_arrive(empty, s)
+                dsl.mbarrier_arrive(empty, prev)
+            acc = acc * dsl.vector(*[alpha[k % 4 // 2] for k in dsl.static_range(D // 2)])
+        last = (kv_tiles - 1) % STAGES
+        dsl.mbarrier_wait(v_full, last, ((kv_tiles - 1) // STAGES) % 2)
+        dsl.named_barrier(me, 256)
+        acc = dsl.wgmma(acc, probs, None, sv, (last,), b_major="n")
+        dsl.named_barrier_arrive(3 - me, 256)
+        acc = dsl.wgmma_wait(acc)
+        if lane == 0:
+            dsl.mbarrier_arrive(empty, last)
         inv = [1.0 / dsl.warp_reduce(total[h], "sum", width=4) for h in dsl.static_range(2)]
         for k in dsl.static_range(D // 8):
             col = 8 * k + 2 * q

@@ -279,17 +279,24 @@ def mbarrier_arrive(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Non
 
 
 def named_barrier(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
-    got = bind(T.named_barrier, args, kwargs)
+    _named_barrier(tracer, bind(T.named_barrier, args, kwargs), "dsl.named_barrier", "bar.sync")
+
+
+def named_barrier_arrive(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    _named_barrier(tracer, bind(T.named_barrier_arrive, args, kwargs), "dsl.named_barrier_arrive", "bar.arrive")
+
+
+def _named_barrier(tracer: Any, got: dict[str, Any], name: str, instruction: str) -> None:
     barrier_id = got["barrier_id"]
-    threads = _static_int(got["threads"], "dsl.named_barrier threads")
+    threads = _static_int(got["threads"], f"{name} threads")
     if threads <= 0 or threads % 32 or threads > tracer.target.max_threads_per_block:
-        raise DSLTypeError(f"dsl.named_barrier threads must be a positive multiple of 32, not {threads}")
+        raise DSLTypeError(f"{name} threads must be a positive multiple of 32, not {threads}")
     if isinstance(barrier_id, int) and not isinstance(barrier_id, bool):
         if not 1 <= barrier_id <= 15:
-            raise DSLTypeError(f"dsl.named_barrier id must be 1 to 15 (0 is dsl.barrier()), not {barrier_id}")
-        asm([], f"bar.sync {barrier_id}, {threads};", "", [])
+            raise DSLTypeError(f"{name} id must be 1 to 15 (0 is dsl.barrier()), not {barrier_id}")
+        asm([], f"{instruction} {barrier_id}, {threads};", "", [])
     else:  # a run-time id (one per warpgroup): it must be warp-uniform
-        asm([], f"bar.sync $0, {threads};", "r", [_u32(barrier_id, "the barrier id")])
+        asm([], f"{instruction} $0, {threads};", "r", [_u32(barrier_id, "the barrier id")])
 
 
 def cluster_rank(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Scalar:
@@ -594,6 +601,7 @@ IMPLS: dict[Any, Impl] = {
     T.fence_proxy_async: _no_args(T.fence_proxy_async, "fence.proxy.async.shared::cta;"),
     T.cluster_rank: cluster_rank,
     T.named_barrier: named_barrier,
+    T.named_barrier_arrive: named_barrier_arrive,
     T.cluster_barrier: _no_args(T.cluster_barrier, "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;"),
     T.tma_load: tma_load,
     T.tma_store: tma_store,

@@ -117,6 +117,13 @@ def named_barrier(barrier_id: Any, threads: int) -> None:
     raise _outside("named_barrier")
 
 
+def named_barrier_arrive(barrier_id: Any, threads: int) -> None:
+    """Arrives at named barrier `barrier_id` without waiting (`bar.arrive`): with `named_barrier`
+    on the same id and count, one warpgroup lets another go on (producer/consumer hand-offs,
+    two consumers taking turns at the tensor cores)."""
+    raise _outside("named_barrier_arrive")
+
+
 def cluster_rank() -> Any:
     """This block's rank within its cluster (`%cluster_ctarank`, i32; 0 without a cluster)."""
     raise _outside("cluster_rank")

@@ -336,3 +336,41 @@ def k(x: Tensor[f32], o: Tensor[f32]):
     o[dsl.thread_idx.x] = x[dsl.thread_idx.x]
 """, name="plain.py")
     assert plain.report.function("k").compiled.kernels[0].resources.tensor_cores == {}
+
+
+def test_named_barriers_sync_and_arrive_with_static_and_run_time_ids(analyse):
+    a = analyse('''
+import dsl
+from dsl import Tensor, f32
+
+@dsl.kernel(known_block_size=[384, 1, 1])
+def k(x: Tensor[f32]):
+    warpgroup = dsl.thread_idx.x // 128
+    if warpgroup == 1:
+        dsl.named_barrier_arrive(2, 256)
+        dsl.named_barrier(1, 256)
+    if warpgroup == 2:
+        dsl.named_barrier(warpgroup, 256)
+        dsl.named_barrier_arrive(3 - warpgroup, 256)
+    x[0] = 1.0
+''')
+    assert a.codes() == []
+    ptx = a.stage("k", "ptx")
+    lines = [re.sub(r"%r\d+", "%r", " ".join(line.split())) for line in ptx.splitlines()
+             if line.strip().startswith("bar.")]
+    assert sorted(lines) == ["bar.arrive %r, 256;", "bar.arrive 2, 256;", "bar.sync %r, 256;", "bar.sync 1, 256;"]
+
+
+def test_a_named_barrier_id_out_of_range_is_an_error_at_the_call(analyse):
+    a = analyse('''
+import dsl
+from dsl import Tensor, f32
+
+@dsl.kernel
+def k(x: Tensor[f32]):
+    dsl.named_barrier_arrive(16, 64)
+''')
+    assert a.codes() == ["DSL301"]
+    d = a.report.all_diagnostics()[0]
+    assert "dsl.named_barrier_arrive id must be 1 to 15" in d.message
+    assert d.range.line == a.line_of("named_barrier_arrive(16")
