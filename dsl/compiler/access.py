@@ -13,7 +13,8 @@ access's `alignment` attribute is what the lowering promises the hardware; an in
 a multiple of the width (the `vload` contract) keeps it only when the base pointer and the
 outer strides are multiples of it too, which is what `TensorAccess.align` asks of the
 argument. A pointer reaching any other op (inline PTX, a call, a store of the pointer
-itself) counts as written: what that op does is not known here. Following uses touches
+itself) counts as written: what that op does is not known here. A TMA tensor map parameter
+stands for its tensor: the bulk copies through it read it, `dsl.tma_store` writes it. Following uses touches
 only the ops that reach memory, not the whole kernel.
 """
 
@@ -39,8 +40,30 @@ def tensor_access(func: Any, params: list[Any]) -> dict[str, TensorAccess]:
             access = _follow(entry.arguments[position], p, None)
             if access is not None:
                 found[p.name] = access
+        elif p.kind == "tensor_map":
+            access = _tensor_map_access(entry.arguments[position])
+            if access is not None:
+                found[p.name] = access
         position += len(p.flat_types())
     return found
+
+
+TMA_ALIGN = 16  # the global address of a TMA tensor map's tensor
+
+
+def _tensor_map_access(tmap: Any) -> TensorAccess | None:
+    """What the TMA copies through a tensor map parameter do to its tensor: a bulk tensor copy
+    from global to shared memory reads it, one from shared to global (`dsl.tma_store`) writes
+    it; the map reaching any other op counts as written."""
+    access = None
+    for use in tmap.uses:
+        op = use.owner
+        text = ir.StringAttr(op.attributes["asm_string"]).value if op.name == "llvm.inline_asm" else ""
+        written = not (text.startswith(("cp.async.bulk.tensor", "prefetch.tensormap"))
+                       and ".global.shared" not in text)
+        found = TensorAccess(TMA_ALIGN, written)
+        access = found if access is None else access.merge(found)
+    return access
 
 
 def _follow(pointer: Any, p: Any, access: TensorAccess | None) -> TensorAccess | None:

@@ -20,6 +20,7 @@ and launches included) and a failing one launches nothing.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dsl.frontend.params import tensor_layout
@@ -79,6 +80,10 @@ def launcher_source(name: str, params: list[Any], state: Any, target: str, acces
     return "\n".join(lines) + "\n"
 
 
+_POINTER = re.compile(r"(\w+)_ptr")
+_TENSOR_MAP_OF = re.compile(r"rt\.tensor_map\((\w+)_ptr, ")
+
+
 def tensor_access(launches: list[Any], access: dict) -> dict[str, tuple[int, str, str | None]]:
     """The kernels' accesses merged per jit tensor parameter (see the module docstring)."""
     out: dict[str, tuple[int, str, str | None]] = {}
@@ -86,18 +91,20 @@ def tensor_access(launches: list[Any], access: dict) -> dict[str, tuple[int, str
         facts = access.get(launch.kernel.symbol, {})
         position = 0
         for p in launch.kernel.params:
-            if p.kind == "tensor":
+            if p.kind in ("tensor", "tensor_map"):
                 expr = launch.args[position][0]
                 fact = facts.get(p.name)
-                if fact is not None and expr.endswith("_ptr"):
-                    host, site = expr[:-4], f"{launch.kernel.symbol}.{p.name}"
-                    align, align_site, writer = out.get(host, (0, site, None))
+                # a tensor passes its pointer; a tensor map is made from its tensor's pointer
+                host = _TENSOR_MAP_OF.match(expr) if p.kind == "tensor_map" else _POINTER.fullmatch(expr)
+                if fact is not None and host is not None:
+                    site = f"{launch.kernel.symbol}.{p.name}"
+                    align, align_site, writer = out.get(host.group(1), (0, site, None))
                     if fact.align > align:
                         align, align_site = fact.align, site
                     if fact.written and writer is None:
                         writer = site
-                    out[host] = (align, align_site, writer)
-                position += len(tensor_layout(p.rank))
-            elif p.kind in ("scalar", "tensor_map"):
+                    out[host.group(1)] = (align, align_site, writer)
+                position += len(tensor_layout(p.rank)) if p.kind == "tensor" else 1
+            elif p.kind == "scalar":
                 position += 1
     return out

@@ -374,3 +374,31 @@ def k(x: Tensor[f32]):
     d = a.report.all_diagnostics()[0]
     assert "dsl.named_barrier_arrive id must be 1 to 15" in d.message
     assert d.range.line == a.line_of("named_barrier_arrive(16")
+
+
+def test_the_launcher_knows_tma_loads_read_their_tensor_and_tma_stores_write_it(analyse):
+    a = analyse(HEADER + """
+@dsl.kernel(target="sm_90a")
+def k(ta: dsl.TensorMap, tc: dsl.TensorMap):
+    smem = dsl.SharedAllocator(dynamic=True)
+    tile = smem.array(dsl.bf16, (1, 64, 64), swizzle=128)
+    bar = smem.array(dsl.u64, (1,))
+    if dsl.thread_idx.x == 0:
+        dsl.mbarrier_init(bar, 0, 1)
+        dsl.fence_mbarrier_init()
+        dsl.mbarrier_expect_tx(bar, 0, 8192)
+        dsl.tma_load(tile, (0,), ta, (0, 0), bar, 0)
+        dsl.mbarrier_wait(bar, 0, 0)
+        dsl.fence_proxy_async()
+        dsl.tma_store(tc, (0, 0), tile, (0,))
+        dsl.tma_store_commit()
+        dsl.tma_store_wait(0)
+
+@dsl.jit
+def run(a: Tensor[bf16, 2], c: Tensor[bf16, 2]):
+    k(dsl.tensor_map(a, box=(64, 64), swizzle=128), dsl.tensor_map(c, box=(64, 64), swizzle=128)).launch(
+        grid=1, block=128)
+""")
+    assert a.codes() == []
+    launcher = a.stage("run", "launcher")
+    assert "TENSOR_ACCESS = {'a': (16, 'k.ta', None), 'c': (16, 'k.tc', 'k.tc')}" in launcher

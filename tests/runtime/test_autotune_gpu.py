@@ -72,6 +72,27 @@ def test_matmul_is_tuned_over_compile_hints(torch):
     assert _rel(c, a @ b) < 1e-5
 
 
+def test_the_hopper_gemm_is_tuned_over_its_tile_width_and_clusters(torch):
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the Hopper GEMM needs sm_90")
+    from examples.gemm_hopper import gemm_hopper
+
+    configs = [dsl.Config(BN=256), dsl.Config(BN=128), dsl.Config(BN=256, CLUSTER=2), dsl.Config(BN=512)]
+    fn = fresh(gemm_hopper, configs, key=["a", "b_t"],
+               flops=lambda a, b_t, c: 2 * a.shape[0] * a.shape[1] * b_t.shape[0])
+    a = torch.randn(2048, 1024, device="cuda", dtype=torch.bfloat16)
+    b_t = torch.randn(1536, 1024, device="cuda", dtype=torch.bfloat16)
+    c = torch.full((2048, 1536), float("nan"), device="cuda", dtype=torch.bfloat16)
+    tuning = tuner(fn).tune((a, b_t, c), {})
+    assert [o.ms is not None for o in tuning.outcomes] == [True, True, True, False]
+    assert tuning.outcomes[3].error.startswith("DSL301"), tuning.outcomes[3].error  # TMA boxes stop at 256
+    assert tuning.trials == 3 and tuning.winner in configs[:3]
+    assert all(o.kernels and o.kernels[0]["registers"] > 0 for o in tuning.outcomes[:3])
+    fn(a, b_t, c)
+    torch.cuda.synchronize()
+    assert _rel(c, a @ b_t.T) < 1e-2
+
+
 @dsl.kernel
 def _axpy(x: Tensor[f32], y: Tensor[f32], a: Float32, n: Int32):
     i = dsl.block_idx.x * dsl.block_dim.x + dsl.thread_idx.x
