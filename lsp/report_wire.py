@@ -5,10 +5,16 @@ stage of every function (2 MB of JSON for a file of a hundred kernels): encoding
 forwarding it through the zygote and decoding it again was most of an edit's time, for a
 report in which one function changed. So the parent names, in its request, the digests of
 the function reports it holds for that path (`known`), and the run process sends those as
-`{"same": digest}`; only the others travel in full:
+`{"same": digest}`; a function that an edit above it only moved (`dsl.compiler.relocation`)
+as `{"moved": digest, ...}`, which the parent shifts itself; only the others travel in full:
 
     {"path": "...", "diagnostics": [...], "imported": [...] | null,
-     "functions": [{"same": "<digest>"} | {"digest": "<digest>", "report": FunctionReport.to_dict()}]}
+     "functions": [{"same": "<digest>"}
+                   | {"moved": "<digest>", "lines": N, "digest": "<digest>"}
+                   | {"digest": "<digest>", "report": FunctionReport.to_dict()}]}
+
+A moved report's digest is made from the one it moved from and the lines it moved by, so
+it names the shifted report without its JSON being made.
 
 A digest is a SHA-256 of the function report's JSON, computed the same way in every process,
 so a fresh run process (after a retired one) still matches what the parent holds. The run
@@ -27,6 +33,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from dsl.compiler.artifacts import FunctionReport, ModuleReport
+from dsl.compiler.relocation import relocate_report
 from dsl.records import to_json
 
 
@@ -39,26 +46,34 @@ class ReportEncoder:
     reused while it is remembered."""
 
     def __init__(self) -> None:
-        self._compiled: dict[int, tuple[Any, str, str]] = {}  # id -> (object, its JSON, its digest)
+        # id -> (object, its JSON or None until it must travel, its digest)
+        self._compiled: dict[int, tuple[Any, str | None, str]] = {}
         self._rest: dict[Any, str] = {}  # the other fields of a function report -> their JSON
+        self._reports: dict[int, str] = {}  # id of a compiled object -> the digest of its function report
 
     def encode(
         self, report: ModuleReport, known: Collection[str] = (), imported: list[str] | None = None
     ) -> bytes:
         """The wire form of `report` (one line of JSON, without the newline)."""
         entries: list[str] = []
-        kept: dict[int, tuple[Any, str, str]] = {}
+        kept: dict[int, tuple[Any, str | None, str]] = {}
         kept_rest: dict[Any, str] = {}
+        reports: dict[int, str] = {}
         for function in report.functions:
-            compiled_json, compiled_digest = self._compiled_json(function, kept)
+            moved = self._moved_from(function, report.path, known)
+            compiled_digest = self._compiled_digest(function, kept, moved)
             rest_json = self._rest_json(function, kept_rest)
             digest = hashlib.sha256(f"{rest_json}\n{compiled_digest}".encode()).hexdigest()
+            if function.compiled is not None:
+                reports[id(function.compiled)] = digest
             if digest in known:
                 entries.append(json.dumps({"same": digest}))
+            elif moved is not None:
+                entries.append(json.dumps({"moved": moved[0], "lines": moved[1], "digest": digest}))
             else:
-                body = rest_json[:-1] + ', "compiled": ' + compiled_json + "}"
+                body = rest_json[:-1] + ', "compiled": ' + self._compiled_json(function, kept) + "}"
                 entries.append('{"digest": "' + digest + '", "report": ' + body + "}")
-        self._compiled, self._rest = kept, kept_rest
+        self._compiled, self._rest, self._reports = kept, kept_rest, reports
         head = {"path": report.path, "diagnostics": to_json(report.diagnostics), "imported": imported}
         return (json.dumps(head)[:-1] + ', "functions": [' + ", ".join(entries) + "]}").encode()
 
@@ -78,16 +93,43 @@ class ReportEncoder:
             kept[key] = text
         return text
 
-    def _compiled_json(self, function: FunctionReport, kept: dict[int, tuple[Any, str, str]]) -> tuple[str, str]:
+    def _moved_from(self, function: FunctionReport, path: str, known: Collection[str]) -> tuple[str, int] | None:
+        """(digest, lines) when this function's result is the last report's result of a function
+        the parent holds, moved within this file (and nothing else about it changed)."""
+        moved = getattr(function.compiled, "moved_from", None)
+        if moved is None:
+            return None
+        source, file, lines = moved[0](), moved[1], moved[2]
+        digest = self._reports.get(id(source)) if source is not None else None
+        if file != path or digest not in known or self._compiled.get(id(source), (None,))[0] is not source:
+            return None
+        return digest, lines
+
+    def _compiled_digest(self, function: FunctionReport, kept: dict[int, tuple[Any, str | None, str]],
+                         moved: tuple[str, int] | None) -> str:
         compiled = function.compiled
         if compiled is None:
-            return "null", "none"
+            return "none"
         known = self._compiled.get(id(compiled))
         if known is None or known[0] is not compiled:
-            text = json.dumps(compiled.to_dict(), sort_keys=True)
-            known = (compiled, text, hashlib.sha256(text.encode()).hexdigest())
+            if moved is not None:  # named by where it came from: its JSON is made only if it must travel
+                digest = hashlib.sha256(f"moved {moved[0]} {moved[1]}".encode()).hexdigest()
+                known = (compiled, None, digest)
+            else:
+                text = json.dumps(compiled.to_dict(), sort_keys=True)
+                known = (compiled, text, hashlib.sha256(text.encode()).hexdigest())
         kept[id(compiled)] = known
-        return known[1], known[2]
+        return known[2]
+
+    def _compiled_json(self, function: FunctionReport, kept: dict[int, tuple[Any, str | None, str]]) -> str:
+        compiled = function.compiled
+        if compiled is None:
+            return "null"
+        obj, text, digest = kept[id(compiled)]
+        if text is None:
+            text = json.dumps(compiled.to_dict(), sort_keys=True)
+            kept[id(compiled)] = (obj, text, digest)
+        return text
 
 
 class Decoded:
@@ -114,6 +156,15 @@ def decode(line: bytes, known: Mapping[str, FunctionReport]) -> Decoded:
             if digest not in known:
                 raise ValueError("names a function report that was not offered")
             function = known[digest]
+        elif "moved" in entry:
+            source = str(entry["moved"])
+            if source not in known:
+                raise ValueError("moves a function report that was not offered")
+            digest = str(entry["digest"])
+            moved = relocate_report(known[source], report.path, int(entry["lines"]))
+            if moved is None:
+                raise ValueError("a function report that cannot be moved")
+            function = moved
         else:
             digest = str(entry["digest"])
             function = FunctionReport.from_dict(entry["report"])

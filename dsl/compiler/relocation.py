@@ -18,8 +18,10 @@ as it is; the lines its line table names are shifted when its SASS is shown
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -69,7 +71,23 @@ def relocate_entry(entry: Entry, file: str, delta: int) -> Entry | None:
     cubin_shift = dict(compiled.cubin_line_shift)
     cubin_shift[file] = cubin_shift.get(file, 0) + delta
     moved_compiled.cubin_line_shift = cubin_shift
+    # not a field: lets a report's wire say "that result, moved" (weak: no chain of old versions)
+    moved_compiled.moved_from = (weakref.ref(compiled), file, delta)
     return moved_compiled, relocate(diagnostics, file, file, delta), moved_facts
+
+
+def relocate_report(report: Any, file: str, delta: int) -> Any:
+    """A `FunctionReport` moved `delta` lines in `file`, compiled result and all (None when its
+    result cannot be shifted): what a run process's `relocate_entry` made of the same function."""
+    compiled = None
+    if report.compiled is not None:
+        moved = relocate_entry((report.compiled, (), None), file, delta)
+        if moved is None:
+            return None
+        compiled = moved[0]
+        del compiled.moved_from
+    rest = relocate(dataclasses.replace(report, compiled=None), file, file, delta)
+    return dataclasses.replace(rest, compiled=compiled)
 
 
 def _launch(launch: Any, file: str, delta: int) -> Any:

@@ -42,6 +42,34 @@ def test_only_what_the_parent_lacks_travels(tmp_path: Path) -> None:
     assert now.report.functions[4] is not held.report.functions[4]
 
 
+def test_functions_moved_by_an_edit_above_them_travel_as_a_move(tmp_path: Path) -> None:
+    path = str(tmp_path / "ten.py")
+    encoder = ReportEncoder()
+    held = decode(encoder.encode(dsl.analyze_source(kernels(10), path)), {})
+    lines_of_k0 = []
+    for comments in (1, 3, 2):  # lines typed above every kernel, two more, then one taken away
+        moved = dsl.analyze_source("# moved\n" * comments + kernels(10), path)
+        delta = encoder.encode(moved, held.by_digest.keys())
+        assert all("moved" in e for e in entries(delta)), entries(delta)
+        held = decode(delta, held.by_digest)
+        assert held.report.to_dict() == moved.to_dict()  # the parent shifted exactly what compiling gives
+        lines_of_k0.append(held.report.functions[0].range.line)
+    assert lines_of_k0[1] - lines_of_k0[0] == 2 and lines_of_k0[2] - lines_of_k0[1] == -1
+    # a fresh run process, which knows of no move, sends the same reports in full
+    again = decode(ReportEncoder().encode(dsl.analyze_source("# moved\n" * 2 + kernels(10), path)), {})
+    assert again.report.to_dict() == held.report.to_dict()
+
+
+def test_a_move_of_a_report_not_offered_is_refused(tmp_path: Path) -> None:
+    path = str(tmp_path / "two.py")
+    encoder = ReportEncoder()
+    held = decode(encoder.encode(dsl.analyze_source(kernels(2), path)), {})
+    delta = encoder.encode(dsl.analyze_source("\n" + kernels(2), path), held.by_digest.keys())
+    assert all("moved" in e for e in entries(delta))
+    with pytest.raises(ValueError, match="not offered"):
+        decode(delta, {})
+
+
 def test_digests_agree_between_processes(tmp_path: Path) -> None:
     """A fresh run process (a new encoder) names the same reports by the same digests."""
     path = str(tmp_path / "three.py")
