@@ -177,7 +177,8 @@ def dsl_functions(namespace: dict[str, Any], path: str) -> list[tuple[str, Any]]
 
 def analyze_source(source: str, path: str, *, target: str | None = None, until: str = "cubin",
                    views: bool = True, record: ModuleRun | None = None,
-                   on_progress: Callable[[], None] | None = None) -> ModuleReport:
+                   on_progress: Callable[[], None] | None = None,
+                   on_traced: Callable[[ModuleReport, int], None] | None = None) -> ModuleReport:
     """Runs and compiles a buffer; every problem is a diagnostic in the report.
 
     `views=False` is for lint, which wants only the diagnostics: no stage texts or source
@@ -186,58 +187,83 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
     same specialization: its diagnostics are the jit's (its report has no `compiled`); nor are
     the tracer's facts recorded (its report has no `values`).
     `record`, when given, is filled in with what the run imported; `on_progress` is called
-    after the module ran and after each function compiled (the worker's time limit counts
-    per step)."""
+    after the module ran and after each step of each function (the worker's time limit counts
+    per step). Every function is traced before any is lowered: `on_traced`, when given, gets
+    the report as tracing left it (what the tracer and the verifier found; no compiled
+    results), with how many functions are still to be lowered and assembled, when any is:
+    an editor can show it while the rest (lowering, ptxas, resources) runs."""
     progress = on_progress or (lambda: None)
     namespace, diagnostics = run_module(source, path, record)
     progress()
     options = analysis_options(views)
     report = ModuleReport(path, diagnostics=diagnostics)
     with _assembling_beside():
-        _compile_functions(namespace, path, report, target, until, views, options, progress)
+        _compile_functions(namespace, path, report, target, until, views, options, progress, on_traced)
     report.functions.sort(key=lambda f: f.range.line)
     return report
 
 
+@dataclass
+class _Started:
+    """A function of the module whose compiles (one per example of a jit) are under way."""
+
+    name: str
+    kind: str
+    range: SourceRange
+    compiles: list[PendingCompile]
+    values: list[trace_facts.ValueFact]
+    dropped: str | None = None  # a code whose diagnostics belong elsewhere
+
+    @property
+    def waiting(self) -> bool:
+        """Still to be lowered and assembled (not found in the cache, not failed in tracing)."""
+        return any(pending.lower_step is not None for pending in self.compiles)
+
+    def report(self, finished: bool) -> FunctionReport:
+        """Its report; before it is `finished`, without the compiled result (its diagnostics
+        are then what tracing found, or all of them for a compile the cache answered)."""
+        compiled, diags = None, []
+        for pending in self.compiles:
+            if finished or pending.lower_step is None:
+                result, found = pending.result()
+                compiled = compiled or (result if finished else None)
+            else:
+                found = pending.diagnostics
+            diags += [d for d in found if d not in diags and d.code != self.dropped]
+        return FunctionReport(self.name, self.kind, self.range, compiled, diags, self.values)
+
+
 def _compile_functions(namespace: dict[str, Any], path: str, report: ModuleReport, target: str | None, until: str,
-                       views: bool, options: BuildOptions, progress: Callable[[], None]) -> None:
+                       views: bool, options: BuildOptions, progress: Callable[[], None],
+                       on_traced: Callable[[ModuleReport, int], None] | None) -> None:
+    """Traces every function, then lowers each to PTX (ptxas starting on its PTX while the
+    next one lowers), then collects the results in order. Jit functions first: the
+    specializations their launches give their kernels are needed before those are traced."""
     from dsl.frontend.source import function_source
 
     used_specs: dict[int, tuple[tuple, Any]] = {}
     launched_by_failed_jit: set[str] = set()
     functions = dsl_functions(namespace, path)
-    # Each compile returns once its PTX is made, and ptxas runs while the next function is
-    # traced; the results are collected afterwards, in order. Jit functions first: the
-    # specializations their launches give their kernels are needed before those compile.
-    jits = []
+    started: list[_Started] = []
     for name, fn in functions:
         if not isinstance(fn, JitFunction):
             continue
         src = function_source(fn.fn)
         examples = parse_examples(fn) or [((), {}, None)]
         with _recording(views) as facts:  # what tracing bound each name to, for the editor
-            started = [start_compile(fn, args, kwargs, target, until=until, example_range=ex_range, options=options)
-                       for args, kwargs, ex_range in examples]
-        jits.append((name, src, started, _facts_in(facts, path)))
-        progress()
-    for name, src, started, values in jits:
-        compiled, diags = None, []
-        for pending in started:
-            result, ds = pending.result()
-            compiled = compiled or result
-            diags += [d for d in ds if d not in diags]
-        if compiled is None:
+            compiles = [start_compile(fn, args, kwargs, target, until=until, example_range=ex_range,
+                                      options=options) for args, kwargs, ex_range in examples]
+        started.append(_Started(name, "jit", src.file.def_name_range(src.node), compiles, _facts_in(facts, path)))
+        traced = next((c for c in compiles if not any(d.is_error for d in c.diagnostics)), None)
+        if traced is None:
             launched_by_failed_jit |= _launched_names(src.node)
         else:
-            for launch in compiled.launches:
+            for launch in traced.launches:
                 kernel = namespace.get(launch.kernel.source_name)
-                key = id(kernel)
-                if key not in used_specs:
-                    used_specs[key] = (tuple(launch.kernel.params), launch.kernel.block)
-        report.functions.append(FunctionReport(name, "jit", src.file.def_name_range(src.node), compiled, diags,
-                                               values))
+                if id(kernel) not in used_specs:
+                    used_specs[id(kernel)] = (tuple(launch.kernel.params), launch.kernel.block)
         progress()
-    kernels = []
+    done: list[FunctionReport] = []
     for name, fn in functions:
         if not isinstance(fn, KernelFunction):
             continue
@@ -246,23 +272,32 @@ def _compile_functions(namespace: dict[str, Any], path: str, report: ModuleRepor
         if id(fn) in used_specs and not views:
             # Compiled inside a jit function that launches it, with the same specialization:
             # its diagnostics are the jit's, and without views nothing shows its own stages.
-            report.functions.append(FunctionReport(name, "kernel", rng, None, []))
+            done.append(FunctionReport(name, "kernel", rng, None, []))
             continue
         with _recording(views) as facts:
             if id(fn) in used_specs:
                 params, block = used_specs[id(fn)]
-                pending, keep = _start_kernel_spec(fn, list(params), block, target, until, options), "DSL101"
+                pending, dropped = _start_kernel_spec(fn, list(params), block, target, until, options), "DSL101"
             else:
                 pending = start_compile(fn, (), {}, target, until=until, options=options)
                 # its types come from the launch; the jit's own error is the one to fix
-                keep = "DSL103" if name in launched_by_failed_jit else None
-        kernels.append((name, rng, pending, keep, _facts_in(facts, path)))
+                dropped = "DSL103" if name in launched_by_failed_jit else None
+        started.append(_Started(name, "kernel", rng, [pending], _facts_in(facts, path), dropped))
         progress()
-    for name, rng, pending, dropped, values in kernels:
-        compiled, diags = pending.result()
-        report.functions.append(FunctionReport(name, "kernel", rng, compiled, [d for d in diags if d.code != dropped],
-                                               values))
+    waiting = sum(f.waiting for f in started)
+    if on_traced is not None and waiting:
+        traced_report = ModuleReport(path, diagnostics=list(report.diagnostics),
+                                     functions=sorted(done + [f.report(finished=False) for f in started],
+                                                      key=lambda f: f.range.line))
+        on_traced(traced_report, waiting)
+    for function in started:
+        for pending in function.compiles:
+            pending.lower()
         progress()
+    for function in started:
+        done.append(function.report(finished=True))
+        progress()
+    report.functions.extend(done)
 
 
 def _recording(views: bool) -> contextlib.AbstractContextManager[trace_facts.FactRecorder | None]:

@@ -85,11 +85,22 @@ def _module_dir_on_path(path: str) -> Iterator[None]:
             sys.path.remove(folder)
 
 
-def serve(request: dict[str, Any], on_progress: Any = None) -> dict[str, Any]:
+TRACED_REPORT_FROM = 4  # functions still to lower and assemble for the traced report to be sent
+
+
+def serve(request: dict[str, Any], on_progress: Any = None, on_traced: Any = None) -> dict[str, Any]:
     """Runs and compiles one module; every failure of user code becomes an `error` answer.
-    `on_progress` is called after each step (`dsl.analyze_source`)."""
+    `on_progress` is called after each step (`dsl.analyze_source`); `on_traced` with the
+    report's JSON as tracing left it, when at least `TRACED_REPORT_FROM` functions are still
+    to be lowered and assembled (opening a file of many kernels: the editor shows what the
+    tracer found while ptxas runs; an edit of one kernel sends no such report)."""
     import dsl
+    from dsl.compiler.artifacts import ModuleReport
     from dsl.module_analysis import ModuleRun
+
+    def traced(report: ModuleReport, waiting: int) -> None:
+        if on_traced is not None and waiting >= TRACED_REPORT_FROM:
+            on_traced(json.dumps(report.to_dict()).encode())
 
     path = str(request.get("path"))
     known = request.get("known")
@@ -99,7 +110,7 @@ def serve(request: dict[str, Any], on_progress: Any = None) -> dict[str, Any]:
         with _module_dir_on_path(path):
             report = dsl.analyze_source(str(request.get("source", "")), path, target=request.get("target"),
                                         views=request.get("views") is not False, record=record,
-                                        on_progress=on_progress)
+                                        on_progress=on_progress, on_traced=traced)
         imported = None if record.import_failed else record.imported
         return {"report": _ENCODER.encode(report, known, imported)}
     except MemoryError as exc:
@@ -242,7 +253,8 @@ def run_process(
         os._exit(0)
     before = state_fingerprint() if keep else {}
     while True:
-        response = serve(request, functools.partial(answer, {"seq": request["seq"], "progress": True}))
+        response = serve(request, functools.partial(answer, {"seq": request["seq"], "progress": True}),
+                         functools.partial(answer, {"seq": request["seq"], "traced_follows": True}))
         retire = not keep or "error" in response or not _unchanged(before)
         try:
             if "report" in response:  # a small header line, then the report as one line

@@ -32,6 +32,7 @@ from lsp.session import DocumentStore
 from lsp.settings import ConfigurationPull, Settings, make_worker, parse_settings, worker_options
 
 if TYPE_CHECKING:
+    from dsl.compiler.artifacts import ModuleReport
     from lsp.worker import Analysis, AnalysisWorker
 
 __version__ = "0.1.0"
@@ -166,16 +167,18 @@ class KdslLanguageServer(LanguageServer):
             self._worker = make_worker(self.settings)
         return self._worker
 
-    async def analyze(self, text: str, path: str) -> Analysis:
+    async def analyze(self, text: str, path: str, on_traced: Callable[[ModuleReport], None] | None = None
+                      ) -> Analysis:
         """Runs the compiler tier on `text` in the worker (its report, and what the run
-        imported); cancelling this stops the user code."""
+        imported); cancelling this stops the user code. `on_traced` gets the report as tracing
+        left it, if the run sends one (`AnalysisWorker.analysis`)."""
         await self.configuration.ready()  # the pulled settings may withdraw trust: wait for them
         if not self.settings.trusted:
             from dsl.compiler.artifacts import ModuleReport
             from lsp.worker import Analysis
 
             return Analysis(ModuleReport(path))
-        return await self.worker().analysis(text, path, self.settings.target)
+        return await self.worker().analysis(text, path, self.settings.target, on_traced)
 
     async def warm_up(self) -> None:
         """Starts the worker early; a failure here shows up again, as a diagnostic, on first use."""

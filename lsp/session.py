@@ -39,6 +39,10 @@ class DocumentState:
     report_version: int | None = None
     report_text: str | None = None  # the text `report` was computed from (its ranges refer to it)
     report_imported: list[str] | None = None  # what the run that made `report` imported (None: unknown)
+    # the report of `traced_version` as tracing left it (no compiled results), while the rest
+    # of that analysis runs: what the tracer found is shown before ptxas is done
+    traced: ModuleReport | None = None
+    traced_version: int | None = None
     analysis: asyncio.Task[None] | None = None  # the debounced compiler-tier run, if any
     static_run: asyncio.Task[None] | None = None  # the instant tier of a big document, if running
     fresh: asyncio.Event = field(default_factory=asyncio.Event)  # set once `report` is for `version`
@@ -122,6 +126,7 @@ class DocumentStore:
         if state is None or state.version != version:
             return None
         state.report, state.report_version, state.report_text = report, version, text
+        state.traced = state.traced_version = None
         state.report_imported = imported
         state.fresh.set()
         return state

@@ -31,11 +31,12 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import os
 import signal
 import sys
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ from dsl.compiler.artifacts import FunctionReport, ModuleReport
 from lsp import report_wire, sandbox
 from lsp.analysis import confine_report, failure_diagnostic
 from lsp.zygote import PROGRESS_CAP
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MEMORY_MB = 4096
@@ -93,6 +96,7 @@ class _Pending:
         self.started = asyncio.Event()
         self.progress = 0  # steps the run reported finished (each restarts its time limit)
         self.answer: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self.on_traced: Any = None  # called with the report as tracing left it, if one comes
 
 
 class AnalysisWorker:
@@ -151,10 +155,22 @@ class AnalysisWorker:
     async def analyze(self, source: str, path: str, target: str | None = None) -> ModuleReport:
         return (await self.analysis(source, path, target)).report
 
-    async def analysis(self, source: str, path: str, target: str | None = None) -> Analysis:
-        """The report, and what running the module imported (`Analysis.imported`)."""
+    async def analysis(self, source: str, path: str, target: str | None = None,
+                       on_traced: Callable[[ModuleReport], None] | None = None) -> Analysis:
+        """The report, and what running the module imported (`Analysis.imported`). `on_traced`
+        is called with the report as tracing left it when the run sends one (a file with many
+        functions to compile), confined to this file like the report; never after the answer."""
+
+        def traced(line: bytes) -> None:
+            try:
+                report = ModuleReport.from_dict(json.loads(line))
+            except Exception as exc:  # a malformed one is dropped: the full report still comes
+                log.warning("dropped a malformed traced report of %s: %s", path, exc)
+                return
+            on_traced(confine_report(report, path, source))  # type: ignore[misc]
+
         try:
-            decoded = await self._analyze(source, path, target)
+            decoded = await self._analyze(source, path, target, traced if on_traced is not None else None)
         except WorkerFailure as failure:
             message = f"Running this module for analysis {failure.message}"
             if failure.line is not None:
@@ -209,12 +225,13 @@ class AnalysisWorker:
 
     # -- internals
 
-    async def _analyze(self, source: str, path: str, target: str | None) -> report_wire.Decoded:
+    async def _analyze(self, source: str, path: str, target: str | None,
+                       on_traced: Callable[[bytes], None] | None = None) -> report_wire.Decoded:
         # The function reports held for this path: the run process sends only the others.
         known = self._known.get(path, {})
         request = {"op": "analyze", "source": source, "path": path, "target": target, "views": self.views,
                    "known": list(known)}
-        answer = await self._request(request, path, self.run_pids)
+        answer = await self._request(request, path, self.run_pids, on_traced)
         if "report_line" in answer:
             try:
                 decoded = report_wire.decode(answer["report_line"], known)
@@ -230,12 +247,14 @@ class AnalysisWorker:
         line = error.get("line")
         raise WorkerFailure(str(error.get("message", "failed")), line if isinstance(line, int) else None)
 
-    async def _request(self, request: dict[str, Any], path: str, pids: dict[str, int]) -> dict[str, Any]:
+    async def _request(self, request: dict[str, Any], path: str, pids: dict[str, int],
+                       on_traced: Callable[[bytes], None] | None = None) -> dict[str, Any]:
         """Sends one request and awaits its answer; the limit counts from when a run takes it."""
         proc = await self._ensure_started()
         assert proc.stdin is not None
         rid = next(self._ids)
         pending = self._pending[rid] = _Pending(asyncio.get_running_loop(), path, pids)
+        pending.on_traced = on_traced
         request = {"id": rid, **request}
         try:
             proc.stdin.write(json.dumps(request).encode() + b"\n")
@@ -325,6 +344,11 @@ class AnalysisWorker:
                 payload = await proc.stdout.readline()  # the report, one line, whoever it is for
                 if pending is not None and not pending.answer.done():
                     pending.answer.set_result({"report_line": payload})
+                continue
+            if isinstance(message, dict) and message.get("traced_follows"):
+                payload = await proc.stdout.readline()
+                if pending is not None and not pending.answer.done() and pending.on_traced is not None:
+                    pending.on_traced(payload)
                 continue
             if pending is None:
                 continue

@@ -40,6 +40,8 @@ Protocol with the parent, one JSON object per line:
     parent -> zygote  {"id": 2, "op": "run", "source": "...", "path": "...", "function": "f", "target": null}
     zygote -> parent  {"id": 1, "started": 456}                     when a run process takes it
     zygote -> parent  {"id": 1, "progress": true}         an analysis finished a step (limit restarts)
+    zygote -> parent  {"id": 1, "traced_follows": true}, then the report as tracing left it, as one
+                   line (`ModuleReport.to_dict()`; sent by an analysis with many functions to compile)
     zygote -> parent  {"id": 1, "report_follows": true}, then the report as one line (lsp.report_wire)
                    or {"id": 2, "result": {"ok": true, "message": "...", "median_ms": 0.1, ...}}
                    or {"id": 1, "error": {"kind": "timeout" | "memory" | "exit" | "crash" |
@@ -98,6 +100,7 @@ class _Run:
     timed_out: bool = False
     cancelled: bool = False
     header: dict[str, Any] | None = None  # set when the report line is next
+    traced_next: bool = False  # set when the traced report's line is next
 
 
 @dataclass
@@ -347,6 +350,13 @@ class Zygote:
             if run is not None and run.header is not None:
                 self._answer(runner, run, run.header, line)
                 return
+            if run is not None and run.traced_next:
+                run.traced_next = False
+                if not run.cancelled:  # forwarded as it is, after a header line of ours
+                    self.proto_out.write(json.dumps({"id": run.rid, "traced_follows": True}).encode() + b"\n")
+                    self.proto_out.write(line + b"\n")
+                    self.proto_out.flush()
+                continue
             try:
                 message = json.loads(line)
             except ValueError:
@@ -355,6 +365,9 @@ class Zygote:
                 continue  # not an answer to the request in flight: dropped
             if message.get("report_follows"):
                 run.header = message  # the next line is the report, forwarded as it is
+                continue
+            if message.get("traced_follows"):
+                run.traced_next = True
                 continue
             if "progress" in message:
                 self._progress(run)

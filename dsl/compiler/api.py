@@ -179,29 +179,42 @@ def compile_function(fn: Any, args: tuple = (), kwargs: dict | None = None, targ
 
 @dataclass
 class PendingCompile:
-    """A compile whose ptxas may still run (`BuildOptions.start_assembly`): what tracing found
-    is known — `launches`, the jit's kernels with their specializations — and `result()`
-    waits for the assembly and finishes, once."""
+    """A compile in steps, so a caller compiling a file can take each step for every function
+    in turn (`dsl.analyze_source`): `start_compile` traces; then what tracing found is known
+    (`diagnostics` so far, `launches`: the jit's kernels with their specializations);
+    `lower()` lowers to PTX and starts ptxas (with `BuildOptions.start_assembly`, in its own
+    process while the caller goes on); `result()` takes the steps left, waits for the
+    assembly and finishes, once."""
 
     launches: list[Any]
-    finish: Callable[[], tuple[CompiledFunction | None, list[Diagnostic]]]
+    diagnostics: list[Diagnostic]  # what is found so far (the sink's own list: it grows)
+    lower_step: Callable[[], Callable[[], tuple[CompiledFunction | None, list[Diagnostic]]]] | None
+    finish: Callable[[], tuple[CompiledFunction | None, list[Diagnostic]]] | None = None
     _result: tuple[CompiledFunction | None, list[Diagnostic]] | None = None
+
+    def lower(self) -> None:
+        if self.lower_step is not None:
+            step, self.lower_step = self.lower_step, None
+            with ops.generic_views():
+                self.finish = step()
 
     def result(self) -> tuple[CompiledFunction | None, list[Diagnostic]]:
         if self._result is None:
+            self.lower()
+            assert self.finish is not None
             self._result = self.finish()
         return self._result
 
 
 def _done(compiled: CompiledFunction | None, diagnostics: list[Diagnostic]) -> PendingCompile:
-    return PendingCompile(compiled.launches if compiled is not None else [], lambda: (compiled, diagnostics))
+    return PendingCompile(compiled.launches if compiled is not None else [], diagnostics, None,
+                          lambda: (compiled, diagnostics))
 
 
 def start_compile(fn: Any, args: tuple = (), kwargs: dict | None = None, target: str | None = None,
                   until: str = "cubin", example_range: SourceRange | None = None,
                   options: BuildOptions | None = None) -> PendingCompile:
-    """`compile_function` up to the assembly: with `options.start_assembly` ptxas then runs in
-    its own process while the caller goes on (compiling the next function of a file)."""
+    """`compile_function`, traced (or found in the cache) and no further: see `PendingCompile`."""
     with ops.generic_views():
         return _start_compile(fn, args, kwargs, target, until, example_range, options or BuildOptions())
 
@@ -241,20 +254,29 @@ def _start_compile(fn: Any, args: tuple, kwargs: dict | None, target: str | None
 
     with recording as recorder:
         try:
-            launches, finish_build = _build(fn, kind, src, params, tgt, sink, until, options)
+            launches, lower_build = _build(fn, kind, src, params, tgt, sink, until, options)
         except Exception as err:
             return _done(*internal_error(err))
     facts = tuple(recorder.facts()) if recorder is not None else None
 
-    def finish() -> tuple[CompiledFunction | None, list[Diagnostic]]:
+    def lower() -> Callable[[], tuple[CompiledFunction | None, list[Diagnostic]]]:
         try:
-            compiled = finish_build()
+            finish_build = lower_build()
         except Exception as err:
-            return internal_error(err)
-        cache.MEMORY.put(key, (compiled, tuple(sink.items), facts), shape)
-        return compiled, sink.items
+            failed = internal_error(err)
+            return lambda: failed
 
-    return PendingCompile(launches, finish)
+        def finish() -> tuple[CompiledFunction | None, list[Diagnostic]]:
+            try:
+                compiled = finish_build()
+            except Exception as err:
+                return internal_error(err)
+            cache.MEMORY.put(key, (compiled, tuple(sink.items), facts), shape)
+            return compiled, sink.items
+
+        return finish
+
+    return PendingCompile(launches, sink.items, lower)
 
 
 def _moved(shape_key: str, places: tuple[cache.Place, ...]) -> tuple | None:
@@ -268,9 +290,9 @@ def _moved(shape_key: str, places: tuple[cache.Place, ...]) -> tuple | None:
 
 def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt: Target,
            sink: DiagnosticSink, until: str, options: BuildOptions
-           ) -> tuple[list[Any], Callable[[], CompiledFunction | None]]:
-    """Traces and lowers up to the PTX now; the launches it traced, and what assembles and
-    finishes the result (ptxas already started when the options can start it)."""
+           ) -> tuple[list[Any], Callable[[], Callable[[], CompiledFunction | None]]]:
+    """Traces and verifies now; the launches it traced, and the next step: what lowers to the
+    PTX (ptxas started when the options can start it) and returns what finishes the result."""
     from dsl.compiler.launcher_source import launcher_source
     from dsl.frontend.host_tracer import trace_host
 
@@ -278,6 +300,7 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
     fc = FunctionCompiler(tgt, sink, name)
     def_range = src.file.def_name_range(src.node)
     state = None
+    failed = lambda: lambda: None  # noqa: E731  (the steps of a compile that stopped)
     with fc.context:
         try:
             if kind == "kernel":
@@ -294,25 +317,36 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
     if sink.errors or (kind == "kernel" and not traced) or any(k is None for k in fc.kernels.values()):
         if not sink.errors:
             sink.add(Diagnostic.make("DSL402", f"'{name}' did not compile", def_range))
-        return [], lambda: None
+        return [], failed
     tgt = fc.target  # a kernel written for sm_90a makes an sm_90 module sm_90a
     build = Build(fc.module, fc.context, tgt, def_range, options=options, float_flags=fc.float_flags,
                   flush_to_zero=fc.flush_to_zero)
-    collector = [build]
-    handler = attach_error_collector(fc.context, collector)
     assembles = until in ("cubin", "sass")
-    try:
-        with fc.context:
-            run_pipeline(build, until="ptx" if assembles else until)
-    except StageError as err:
-        for d in err.diagnostics:
-            sink.add(d)
-        return [], lambda: None
-    finally:
-        handler.detach()
-    if assembles and options.start_assembly is not None:
-        build.assembly = options.start_assembly(build.texts["ptx"], tgt.name)
     launches = state.launches if state is not None else []
+
+    def run(until_stage: str, start: str = "traced") -> bool:
+        """The pipeline's stages from `start` to `until_stage`, MLIR's errors collected."""
+        handler = attach_error_collector(fc.context, [build])
+        try:
+            with fc.context:
+                run_pipeline(build, until=until_stage, start=start)
+        except StageError as err:
+            for d in err.diagnostics:
+                sink.add(d)
+            return False
+        finally:
+            handler.detach()
+        return True
+
+    if not run("traced"):  # the verifier's errors are tracing's to report
+        return [], failed
+
+    def lower() -> Callable[[], CompiledFunction | None]:
+        if until != "traced" and not run("ptx" if assembles else until, start="lowered"):
+            return lambda: None
+        if assembles and options.start_assembly is not None:
+            build.assembly = options.start_assembly(build.texts["ptx"], tgt.name)
+        return finish
 
     def finish() -> CompiledFunction | None:
         if assembles:
@@ -331,7 +365,7 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
         compiled.launches = launches
         return compiled
 
-    return launches, finish
+    return launches, lower
 
 
 def _describe_kernels(compiled: CompiledFunction, traced: list[TracedKernel], launches: list[Any], build: Build,

@@ -51,6 +51,8 @@ def diagnostics_of(state: DocumentState, *, current_only: bool = False) -> list[
     """Static plus compiler diagnostics; `current_only` leaves out a report for an older version
     (its ranges may no longer fit the text, which matters when applying its fixes)."""
     report = state.report if state.report_is_current or not current_only else None
+    if not state.report_is_current and state.traced is not None and state.traced_version == state.version:
+        report = state.traced  # this version's, as tracing left it: newer than any full report held
     compiled = [d for d in report.all_diagnostics() if d.code != "DSL003"] if report is not None else []
     return list(merge(state.static_diagnostics, compiled))
 
@@ -109,8 +111,15 @@ async def _analyze_later(
         await asyncio.sleep(delay_s)
     if kept:
         await _publish_kept(ls, uri, path, version, text)
+
+    def traced(report: ModuleReport) -> None:  # what tracing found, while lowering and ptxas run
+        state = ls.documents.get(uri)
+        if state is not None and state.version == version and not state.report_is_current:
+            state.traced, state.traced_version = report, version
+            publish(ls, state)
+
     try:
-        analysis = await ls.analyze(text, path)
+        analysis = await ls.analyze(text, path, on_traced=traced)
     except asyncio.CancelledError:
         raise
     except Exception:

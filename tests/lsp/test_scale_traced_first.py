@@ -1,0 +1,61 @@
+"""Opening a file of many kernels shows what the tracer found before ptxas is done.
+
+The run process traces every function before it lowers any, and, with several functions
+still to lower and assemble, sends the report as tracing left it (`lsp.run_module.serve`);
+the server publishes it for that version, and the full report replaces it. Here one kernel
+has a type error (DSL301, found by tracing) and one spills registers (DSL501, found by ptxas):
+the first compiler publication has the first and not the second, the last has both.
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from tests.lsp.conftest import initialize, open_file, wait_until
+
+SMALL = """
+@dsl.kernel
+def k{i}(x: Tensor[f32], n: Int32):
+    i = dsl.block_idx.x * dsl.block_dim.x + dsl.thread_idx.x
+    if i < n:
+        x[i] = x[i] * {i}.0
+"""
+
+SOURCE = "import dsl\nfrom dsl import Int32, Tensor, f32\n" + "".join(SMALL.format(i=i) for i in range(6)) + """
+@dsl.kernel
+def mistyped(x: Tensor[f32], n: Int32):
+    x[0] = n + "one"
+
+
+@dsl.kernel(known_block_size=[1024, 1, 1])
+def spills(x: Tensor[f32]):
+    vals = ()
+    for j in dsl.static_range(160):
+        vals = vals + (x[j * 1024 + dsl.thread_idx.x],)
+    acc = 0.0
+    for j in dsl.static_range(160):
+        acc = acc + vals[j] * vals[159 - j]
+    x[0] = acc
+"""
+
+
+def _codes(params: types.PublishDiagnosticsParams) -> set[str]:
+    return {str(d.code) for d in params.diagnostics}
+
+
+async def test_the_tracers_findings_come_first_and_the_full_report_replaces_them(client):
+    await initialize(client)
+    uri = open_file(client, "many_kernels.py", SOURCE)
+
+    def ours() -> list[types.PublishDiagnosticsParams]:
+        return [p for p in client.published if p.uri == uri and p.version == 1]  # type: ignore[attr-defined]
+
+    await wait_until(lambda: any("DSL501" in _codes(p) for p in ours()), timeout=60, what="the full report")
+    published = ours()
+    assert "DSL301" not in _codes(published[0])  # the instant tier does not trace
+    compiler = [p for p in published if _codes(p) & {"DSL301", "DSL501"}]
+    assert "DSL301" in _codes(compiler[0]) and "DSL501" not in _codes(compiler[0])  # traced: no ptxas yet
+    assert _codes(compiler[-1]) >= {"DSL301", "DSL501"}
+    (mistyped,) = [d for d in compiler[0].diagnostics if d.code == "DSL301"]
+    assert [d.range for d in compiler[-1].diagnostics if d.code == "DSL301"] == [mistyped.range]
+    assert mistyped.range.start.line == SOURCE.splitlines().index('    x[0] = n + "one"')
