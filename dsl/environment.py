@@ -32,6 +32,7 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("KDSL_PURE_PYTHON", "switch", "launch through the Python launcher only (no C fast path)"),
     Variable("KDSL_NVTX", "switch", "wrap each launch in an NVTX range"),
     Variable("KDSL_FULL_TRACEBACK", "switch", "show kdsl's own frames in errors raised at a jit call"),
+    Variable("KDSL_INTERPRET", "switch", "run @dsl.jit calls in the interpreter, on the CPU, with NumPy arrays"),
 )}
 
 _TRUE = ("1", "true", "yes", "on")

@@ -10,7 +10,8 @@ a `ModuleReport` (sending in full only the function reports the parent does not 
 hold: `lsp.report_wire`); `run` launches one `@dsl.jit` function of it on the GPU
 (`dsl.run_function`: synthesized inputs, median time, bandwidth, the reference check) and
 answers that dict, or, with `"task": "tune"`, tunes one `@dsl.autotune` function
-(`dsl.runtime.tune`) and answers its tables. A `run` process is always a fresh fork that
+(`dsl.runtime.tune`) and answers its tables, or, with `"task": "interpret"`, runs the
+function in the interpreter on the CPU (`dsl.interpreter.run.run_function`). A `run` process is always a fresh fork that
 serves one request, since a CUDA context cannot be handed on; the zygote never initialises
 CUDA itself, so the fork can.
 
@@ -169,6 +170,18 @@ def tune_on_gpu(request: dict[str, Any]) -> dict[str, Any]:
     return run_on_gpu(request, tune)
 
 
+def interpret_on_cpu(request: dict[str, Any]) -> dict[str, Any]:
+    """The editor's "Run on CPU (interpreter)": one call in the interpreter on small synthesized
+    inputs, checked against the reference, answered as `run_on_gpu` answers."""
+
+    def interpret(source: str, path: str, function: str, target: str | None = None) -> dict[str, Any]:
+        from dsl.interpreter.run import run_function
+
+        return run_function(source, path, function, target=target)
+
+    return run_on_gpu(request, interpret)
+
+
 def state_fingerprint() -> dict[Any, Any]:
     """What a run must leave as it found it for the process to serve the next version."""
     marks: dict[Any, Any] = {
@@ -243,8 +256,10 @@ def run_process(
     except (sandbox.SandboxError, OSError) as exc:
         answer({"seq": request["seq"], "error": {"kind": "sandbox", "message": f"could not be sandboxed: {exc}"}})
         os._exit(0)
-    if request.get("op") == "run":  # a GPU run, or a tuning ("task": "tune"), in a fresh process
-        result = tune_on_gpu(request) if request.get("task") == "tune" else run_on_gpu(request)
+    if request.get("op") == "run":  # a GPU run, a tuning ("tune") or an interpreter run, in a fresh process
+        task = request.get("task")
+        result = (tune_on_gpu(request) if task == "tune" else interpret_on_cpu(request) if task == "interpret"
+                  else run_on_gpu(request))
         try:
             answer({"seq": request["seq"], "retire": True, "result": result})
         except Exception as exc:  # a value of the result JSON cannot carry

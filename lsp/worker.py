@@ -185,6 +185,13 @@ class AnalysisWorker:
         Answers `{function, ok, device, tunings, message}` or `run_on_gpu`'s failures."""
         return await self.run_on_gpu(source, path, function, target, task="tune")
 
+    async def interpret_on_cpu(self, source: str, path: str, function: str, target: str | None = None
+                               ) -> dict[str, Any]:
+        """`dsl.interpreter.run.run_function` in a contained process of its own, exactly as
+        `run_on_gpu` runs: a run whose task is "interpret". Answers `{ok, message, correct,
+        device}` (and `diagnostics`) or `run_on_gpu`'s failures."""
+        return await self.run_on_gpu(source, path, function, target, task="interpret")
+
     async def run_on_gpu(self, source: str, path: str, function: str, target: str | None = None,
                          *, task: str = "run") -> dict[str, Any]:
         """`dsl.run_function(source, path, function)` in a contained process of its own.

@@ -3,7 +3,15 @@
 `IMPLS` maps each user-facing object of `dsl.language.intrinsics` to a function
 `(tracer, args, kwargs) -> value` that emits its ops at the current insertion point. The
 emitters live by concept: `math_ops.py`, `warp_ops.py`, `atomic_ops.py`, `tensor_core_ops.py`; thread indices,
-barriers, printf, casts and vectors are here.
+barriers, printf, casts and vectors are here, and Python's own `print` and `breakpoint` in a kernel:
+
+- `print(*values, sep=" ", end="\n")` is a `gpu.printf` of each thread, prefixed with its block and
+  thread indices (`[block (0, 0, 0) thread (5, 0, 0)] x = 3`), on the GPU and in the interpreter
+  alike. Integers print in decimal (bools as 0 / 1), floats with printf's `%g`, vectors as tuples.
+- `breakpoint()` is a marker that carries the values of the names in scope: a dead
+  `builtin.unrealized_conversion_cast` with a `kdsl.breakpoint` attribute naming them. The
+  interpreter stops there in pdb (`dsl.interpreter.debug`); the GPU lowering's first
+  `canonicalize` removes it (it has no effect), so a GPU build is the same with or without it.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from mlir import ir
 from dsl.frontend import arith as A
 from dsl.frontend import atomic_ops, math_ops, ops, tensor_core_ops, warp_ops
 from dsl.frontend.math_ops import classify, exp2_based, math_op
-from dsl.frontend.values import DSLTypeError, Scalar, Vector, type_name
+from dsl.frontend.values import DSLTypeError, Scalar, TensorRef, Vector, type_name
 from dsl.language import intrinsics as I
 from dsl.language.types import DType, i32
 
@@ -55,6 +63,83 @@ def _printf(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
                 v = A.cast(v, DType("f64", "float", 64))  # C varargs promote floats to double
         values.append(v.value)
     ops.create("gpu.printf", operands=values, attributes={"format": ir.StringAttr.get(args[0])})
+
+
+def _print_spec(v: Any, target: Any) -> tuple[str, list[Any]]:
+    """(printf conversion, operands) for one value `print` shows."""
+    if isinstance(v, Vector):
+        parts = [_print_spec(Scalar(ops.vector_extract(v.value, k), v.dtype), target) for k in range(v.width)]
+        return "(" + ", ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
+    if isinstance(v, list | tuple):
+        parts = [_print_spec(x, target) for x in v]
+        body = ", ".join(p[0] for p in parts)
+        return (f"[{body}]" if isinstance(v, list) else f"({body}{',' if len(v) == 1 else ''})",
+                [x for p in parts for x in p[1]])
+    if not isinstance(v, Scalar):
+        if isinstance(v, bool | int | float | str) or v is None:
+            return str(v).replace("%", "%%"), []
+        raise DSLTypeError(f"print() in a kernel prints run-time values and Python constants, not {type_name(v)}")
+    dt = v.dtype
+    with A.target_scope(target):
+        if dt.is_float:
+            return "%g", [A.cast(v if not dt.is_fp8 else A.cast(v, DType("f32", "float", 32)),
+                                 DType("f64", "float", 64)).value]
+        if dt.is_bool or (dt.is_int and dt.bits < 32 and dt.kind != "index"):
+            return "%d", [A.cast(v, i32).value]
+        if dt.kind == "index" or dt.bits == 64:
+            return ("%llu" if dt.kind == "uint" else "%lld"), [A.cast(v, DType("i64", "int", 64)).value
+                                                                if dt.kind == "index" else v.value]
+        return ("%u" if dt.kind == "uint" else "%d"), [v.value]
+
+
+def trace_print(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    """Python's `print` in a kernel: one line per thread, prefixed with its coordinates."""
+    extra = set(kwargs) - {"sep", "end", "flush"}
+    if extra:
+        raise DSLTypeError(f"print() in a kernel writes to standard output; '{sorted(extra)[0]}=' is not supported")
+    sep, end = kwargs.get("sep", " "), kwargs.get("end", "\n")
+    for what, text in (("sep", sep), ("end", end)):
+        if text is not None and not isinstance(text, str):
+            raise DSLTypeError(f"print() {what}= must be a string literal")
+    coords = [dim3(tracer, "block_idx", a).value for a in "xyz"] + [dim3(tracer, "thread_idx", a).value
+                                                                      for a in "xyz"]
+    parts = [_print_spec(a, getattr(tracer, "target", None)) for a in args]
+    fmt = "[block (%d, %d, %d) thread (%d, %d, %d)] " + (" " if sep is None else sep.replace("%", "%%")).join(
+        p[0] for p in parts) + ("\n" if end is None else end.replace("%", "%%"))
+    operands = coords + [x for p in parts for x in p[1]]
+    ops.create("gpu.printf", operands=operands, attributes={"format": ir.StringAttr.get(fmt)})
+
+
+def _constant_attr(value: Any) -> Any:
+    if isinstance(value, bool):
+        return ir.BoolAttr.get(value)
+    if isinstance(value, int) and -(2**63) <= value < 2**63:
+        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+    if isinstance(value, float):
+        return ir.FloatAttr.get_f64(value)
+    if isinstance(value, str):
+        return ir.StringAttr.get(value)
+    return None
+
+
+def trace_breakpoint(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    """Python's `breakpoint()` in a kernel: the marker the interpreter stops at (see above)."""
+    if args or kwargs:
+        raise DSLTypeError("breakpoint() in a kernel takes no arguments")
+    names, values, constants, tensors = [], [], {}, {}
+    for name, value in tracer.frame.env.items():
+        if name.startswith("__"):
+            continue
+        if isinstance(value, Scalar | Vector):
+            names.append(ir.StringAttr.get(name))
+            values.append(value.value)
+        elif isinstance(value, TensorRef):
+            tensors[name] = ir.StringAttr.get(value.name)
+        elif (attr := _constant_attr(value)) is not None:
+            constants[name] = attr
+    ops.create("builtin.unrealized_conversion_cast", [ir.IntegerType.get_signless(1)], values, {
+        "kdsl.breakpoint": ir.ArrayAttr.get(names), "kdsl.constants": ir.DictAttr.get(constants),
+        "kdsl.tensors": ir.DictAttr.get(tensors)})
 
 
 def _cast(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:

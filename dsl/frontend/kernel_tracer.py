@@ -25,7 +25,7 @@ from mlir import ir
 from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, Fix, SourceRange, TextEdit
 from dsl.frontend import arith as A
 from dsl.frontend import memory, ops
-from dsl.frontend.intrinsic_ops import IMPLS, dim3
+from dsl.frontend.intrinsic_ops import IMPLS, dim3, trace_breakpoint, trace_print
 from dsl.frontend.params import ParamSpec, flatten_params, tensor_layout
 from dsl.frontend.source import FunctionSource, closure_vars, location
 from dsl.frontend.static_checks import decorator_info
@@ -193,6 +193,10 @@ class KernelTracer(Tracer):
                 return None
             if fn.name == "array":
                 return self.allocate(node, fn.receiver, *args, **kwargs)
+        if fn is print:  # one line per thread (on the GPU too): `intrinsic_ops.trace_print`
+            return trace_print(self, args, kwargs)
+        if fn is breakpoint:  # stops in the interpreter, does nothing on the GPU
+            return trace_breakpoint(self, args, kwargs)
         if isinstance(fn, KernelFunction):
             raise self.fail("DSL304", node, f"kernel '{fn.kernel_name}' called inside a kernel; "
                             "kernels are launched from @jit functions")

@@ -583,8 +583,9 @@ class Tracer(StructuredControlFlow):
             if len(args) != 1:
                 raise DSLTypeError(f"{fn.name}(...) takes one value")
             return A.cast(args[0], fn)
-        if fn is print:
-            raise DSLUnsupported("print() does not run on the GPU; use dsl.printf")
+        if fn is print:  # kernels trace it (`KernelTracer.call`); a jit body is traced, not run
+            raise DSLUnsupported("print() in a @jit function is not supported: its body is traced once per "
+                                 "specialization, not run per call; print in a kernel, or before the call")
         if fn in (min, max, abs) and any(isinstance(a, Scalar | Vector) for a in args):
             return self.call_intrinsic(node, {min: I.minimum, max: I.maximum, abs: I.abs_}[fn], args, kwargs)
         if self.is_intrinsic(fn):

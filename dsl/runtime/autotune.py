@@ -471,5 +471,12 @@ def tuner(jit_fn: Any, bench: Bench | None = None) -> Tuner:
 
 
 def call(jit_fn: Any, args: tuple, kwargs: dict) -> Any:
-    """A call of an autotuned jit function (`JitFunction._call_slow`)."""
+    """A call of an autotuned jit function (`JitFunction._call_slow`); in the interpreter, its
+    first config (tuning measures GPU time), as `dsl.interpret(fn, ...)` runs it."""
+    from dsl.interpreter.mode import interpreting
+
+    if interpreting():
+        from dsl.interpreter import interpret
+
+        return interpret(jit_fn, *args, **kwargs)
     return tuner(jit_fn)(args, kwargs)

@@ -8,6 +8,10 @@ the launcher: argument checks, grid arithmetic, one `cuLaunchKernel` per launch 
 with the native path, `dsl.runtime._fastpath`).
 
 `stream=` (keyword only) chooses the CUDA stream; see `dsl.runtime.launch`.
+
+Under `KDSL_INTERPRET=1` or `dsl.interpret()` a call runs in the interpreter instead
+(`dsl.interpreter.jit`); entering `dsl.interpret()` disarms the launchers armed for the fast
+path, so no GPU launcher runs a call meant for the CPU.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import inspect
 import sys
 import threading
 import warnings
+import weakref
 from typing import Any
 
 from dsl.runtime.launch import Runtime
@@ -111,14 +116,48 @@ def _key(state: _JitState, args: tuple, kwargs: dict) -> Any:
     return key
 
 
-# --- calling -------------------------------------------------------------------------------------
-
-def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> None:
-    """Runs `jit_fn(*args, **kwargs)` on the GPU (compiling this specialization once)."""
+def state_of(jit_fn: Any) -> _JitState:
+    """The function's parameters and specializations (made on first use)."""
     try:
-        state = jit_fn._kdsl_state
+        return jit_fn._kdsl_state
     except AttributeError:
         state = jit_fn._kdsl_state = _JitState(jit_fn)
+        return state
+
+
+def call_key(state: _JitState, args: tuple, kwargs: dict) -> Any:
+    """What tells one specialization's calls from another's (the interpreter keys by it too)."""
+    return _key(state, args, kwargs)
+
+
+def launch_plan(state: _JitState, args: tuple, kwargs: dict, runtime_names: list[str]) -> tuple[int | None, list]:
+    """How a launcher's arguments are picked from a call of this shape (see `_plan`)."""
+    return _plan(state, args, kwargs, runtime_names)
+
+
+# --- calling -------------------------------------------------------------------------------------
+
+_ARMED: weakref.WeakSet = weakref.WeakSet()  # jit functions whose `_fast` holds a GPU launcher
+
+
+def disarm_fast_paths() -> None:
+    """Sends every jit function's next call through `call_jit` (entering the interpreter)."""
+    for jit_fn in list(_ARMED):
+        jit_fn._fast = (-1, None)
+    _ARMED.clear()
+
+
+def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> None:
+    """Runs `jit_fn(*args, **kwargs)` on the GPU (compiling this specialization once), or in
+    the interpreter when it is on (`dsl.interpreter.mode`)."""
+    from dsl.interpreter.mode import interpreting
+
+    if interpreting():
+        from dsl.interpreter.jit import call_interpreted
+
+        jit_fn._fast = (-1, None)
+        return call_interpreted(jit_fn, args, kwargs)
+    state = state_of(jit_fn)
     stream = None
     if kwargs:
         if "stream" in kwargs and "stream" not in state.names:
@@ -132,6 +171,8 @@ def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> None:
     # (JitFunction.__call__ tries it first): one that also passed Constexpr values
     # positionally (or by keyword) is not the default.
     jit_fn._fast = (direct, spec.launch) if not kwargs and direct == len(args) else (-1, None)
+    if jit_fn._fast[1] is not None:
+        _ARMED.add(jit_fn)
     if direct is not None:
         return spec.launch(*args[:direct], stream)
     values = []

@@ -1,5 +1,8 @@
 """Code lenses above each kernel and jit function: its resources, Compile, Run on GPU, Show IR.
 
+Once a GPU run of this server has found no GPU, "Run on GPU" becomes "Run on CPU (interpreter)"
+(`kdsl.runOnCpu`, `lsp.features.gpu_run`).
+
 Positions come from the AST so lenses appear before anything compiled; the first lens shows
 the latest compiler report's resource summary (or why compiling failed). `kdsl.showIr` is
 a client-side command of the VS Code extension; other editors ignore it.
@@ -14,7 +17,7 @@ from lsprotocol import types
 
 from dsl.compiler.artifacts import FunctionReport, ModuleReport
 from lsp.convert import source_lines, to_lsp_range
-from lsp.features import tuning
+from lsp.features import gpu_run, tuning
 from lsp.features.diagnostics import current_report
 from lsp.features.symbols import DslFunction, dsl_functions
 
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
 
 COMPILE = "kdsl.compile"
 RUN = "kdsl.run"
+RUN_ON_CPU = "kdsl.runOnCpu"
 SHOW_IR = "kdsl.showIr"
 
 
@@ -55,13 +59,14 @@ def code_lenses(
     lines = source_lines(text)
     lenses: list[types.CodeLens] = []
     functions = dsl_functions(str(text), path) if functions is None else functions
+    run = (gpu_run.RUN_ON_CPU_TITLE, RUN_ON_CPU) if gpu_run.no_gpu_seen() else ("Run on GPU", RUN)
     for fn in functions:
         rng = to_lsp_range(fn.name_range, lines)
         fn_report = report.function(fn.name) if report is not None else None
         for title, command in (
             (summary(fn_report, trusted), ""),
             ("Compile", COMPILE),
-            ("Run on GPU", RUN),
+            run,
             ("Show IR", SHOW_IR),
         ):
             arguments = [uri, fn.name] if command else None

@@ -1,15 +1,20 @@
-"""Commands `kdsl.compile` and `kdsl.run` (arguments `[uri, function name]`).
+"""Commands `kdsl.compile`, `kdsl.run` and `kdsl.runOnCpu` (arguments `[uri, function name]`).
 
-Both show work-done progress and stop when the client cancels, either the request or the
+Each shows work-done progress and stops when the client cancels, either the request or the
 progress (a cancelled progress still answers: `{ok: false, message: "NAME: cancelled"}`).
 `kdsl.compile` answers `{message}` with the resource summary from the compiler tier (the
 report for the current version of the buffer). `kdsl.run` launches the function
 on the GPU through `dsl.run_function`, as an operation of the analysis worker (a contained
 process of its own, under the worker's time limit; cancelling kills it and everything it
 started), and answers its median time, bandwidth and correctness, or says plainly that no
-GPU or driver is present. Both run the user's code, so both wait for the pulled settings
-and refuse an untrusted workspace. The message is also shown with `window/showMessage`,
-since most editors drop a command's result.
+GPU or driver is present. `kdsl.runOnCpu` runs the function in the interpreter instead
+(`dsl.interpreter.run.run_function`: small synthesized inputs, the check against the jit's
+`reference=`), in the same kind of contained process. Where `kdsl.run` finds no GPU it offers
+that run (a `window/showMessageRequest` with the action "Run on CPU (interpreter)", for
+clients that take one; choosing it answers the command with the interpreter's result), and
+the lenses offer it from then on. Each runs the user's code, so each waits for the pulled
+settings and refuses an untrusted workspace. The message is also shown with
+`window/showMessage`, since most editors drop a command's result.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from lsprotocol import types
 
 from lsp.features import gpu_run
-from lsp.features.code_lens import COMPILE, RUN, summary
+from lsp.features.code_lens import COMPILE, RUN, RUN_ON_CPU, summary
 from lsp.features.diagnostics import current_report
 
 if TYPE_CHECKING:
@@ -103,7 +108,8 @@ async def compile_function(ls: KdslLanguageServer, uri: str, name: str) -> dict[
     return {"ok": True, "message": f"{name} ({fn.compiled.target}): {summary(fn, True)}"}
 
 
-async def run_function(ls: KdslLanguageServer, uri: str, name: str) -> dict[str, Any]:
+async def _runnable(ls: KdslLanguageServer, uri: str) -> tuple[str, str] | dict[str, Any]:
+    """(text, path) of the document to run, or the answer that says why it cannot run."""
     state = ls.documents.get(uri)
     if state is None:
         return {"ok": False, "message": f"{uri} is not open"}
@@ -114,9 +120,56 @@ async def run_function(ls: KdslLanguageServer, uri: str, name: str) -> dict[str,
             "message": "running kernels runs your code, which is off in an untrusted workspace",
         }
     # A snapshot: the run is of this version of the buffer, whatever edits arrive meanwhile.
-    text, path = state.text, state.path
+    return state.text, state.path
+
+
+async def run_function(ls: KdslLanguageServer, uri: str, name: str) -> dict[str, Any]:
+    document = await _runnable(ls, uri)
+    if isinstance(document, dict):
+        return document
+    text, path = document
     result = await ls.worker().run_on_gpu(text, path, name, ls.settings.target)
+    if result.get("error") == "no_gpu":
+        first = not gpu_run.no_gpu_seen()
+        gpu_run.note_no_gpu()
+        if first:
+            _refresh_code_lenses(ls)  # "Run on GPU" lenses now offer the interpreter
+        if await _accepts_cpu_run(ls, name):
+            return await run_on_cpu(ls, uri, name)
+        message = gpu_run.describe(name, result) + f' — "{gpu_run.RUN_ON_CPU_TITLE}" runs it on the CPU'
+        return {**result, "message": message}
     return {**result, "message": gpu_run.describe(name, result)}
+
+
+async def _accepts_cpu_run(ls: KdslLanguageServer, name: str) -> bool:
+    """Asks whether to run on the CPU instead, where the client can answer with an action."""
+    window = ls.client_capabilities.window
+    if window is None or window.show_message is None:
+        return False
+    params = types.ShowMessageRequestParams(
+        type=types.MessageType.Warning, message=f"{name}: {gpu_run.NO_GPU}. Run it on the CPU with the interpreter?",
+        actions=[types.MessageActionItem(title=gpu_run.RUN_ON_CPU_TITLE)])
+    try:
+        choice = await ls.window_show_message_request_async(params)
+    except Exception:  # the client could not ask: the answer says how to run it instead
+        return False
+    return choice is not None and choice.title == gpu_run.RUN_ON_CPU_TITLE
+
+
+async def run_on_cpu(ls: KdslLanguageServer, uri: str, name: str) -> dict[str, Any]:
+    document = await _runnable(ls, uri)
+    if isinstance(document, dict):
+        return document
+    text, path = document
+    result = await ls.worker().interpret_on_cpu(text, path, name, ls.settings.target)
+    return {**result, "message": gpu_run.describe_cpu(name, result)}
+
+
+def _refresh_code_lenses(ls: KdslLanguageServer) -> None:
+    workspace = ls.client_capabilities.workspace
+    lens = workspace.code_lens if workspace is not None else None
+    if lens is not None and lens.refresh_support:
+        ls.workspace_code_lens_refresh(None)
 
 
 def register(server: KdslLanguageServer) -> None:
@@ -135,5 +188,14 @@ def register(server: KdslLanguageServer) -> None:
         cancelled = {"ok": False, "message": f"{name}: cancelled"}
         title = f"Running {name} on the GPU"
         result = await with_progress(ls, title, lambda: run_function(ls, uri, name), cancelled)
+        _show(ls, result["message"], result["ok"])
+        return result
+
+    @server.command(RUN_ON_CPU)
+    async def run_on_cpu_command(ls, *arguments: Any) -> dict[str, Any]:
+        uri, name = _args(arguments)
+        cancelled = {"ok": False, "message": f"{name}: cancelled"}
+        title = f"Running {name} on the CPU (interpreter)"
+        result = await with_progress(ls, title, lambda: run_on_cpu(ls, uri, name), cancelled)
         _show(ls, result["message"], result["ok"])
         return result

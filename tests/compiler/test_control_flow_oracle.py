@@ -2,10 +2,10 @@
 and unrolled loops (nested too), and a per-thread list changed in place and rebound along the
 way, compute what Python computes for the same body.
 
-The body is run twice: as plain Python (the oracle: Python's own semantics, one call per
-thread) and as the compiled kernel, JIT-compiled for the CPU from its traced MLIR through
-upstream MLIR's lowering (`cpu_kernel.py`). `test_gpu_control_flow.py` runs the same bodies on
-the GPU.
+The body is run three times: as plain Python (the oracle: Python's own semantics, one call
+per thread), as the compiled kernel, JIT-compiled for the CPU from its traced MLIR through
+upstream MLIR's lowering (`cpu_kernel.py`), and by kdsl's interpreter (`dsl.interpret`, all
+threads of the block in lockstep). `test_gpu_control_flow.py` runs the same bodies on the GPU.
 """
 
 from __future__ import annotations
@@ -130,6 +130,23 @@ def compiled_cpu(source: str, path: str, x: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+def interpreted(source: str, path: str, x: np.ndarray, n: int) -> np.ndarray:
+    """The same kernel run by kdsl's interpreter (`dsl.interpret`), launched by a jit function
+    added to the file."""
+    import importlib.util
+
+    launcher = ("\n\n@dsl.jit\ndef run(x: Tensor[i32, 2], out: Tensor[i32, 2], n: Int32):\n"
+                f"    k(x, out, n).launch(grid=1, block={THREADS})\n")
+    Path(path).write_text(source + launcher)
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = np.zeros((THREADS, SLOTS), dtype=np.int32)
+    dsl.interpret(module.run, x, out, n)
+    return out
+
+
 counter = itertools.count()
 
 
@@ -140,8 +157,11 @@ def test_random_exits_match_python(tmp_path, lines, seed):
     source = kernel_source(lines)
     x, n = make_inputs(seed)
     expected = python_oracle(source, x, n)
-    got = compiled_cpu(source, str(tmp_path / f"exits_{next(counter)}.py"), x, n)
+    number = next(counter)
+    got = compiled_cpu(source, str(tmp_path / f"exits_{number}.py"), x, n)
     assert (got == expected).all(), (source, x, n, expected, got)
+    by_interpreter = interpreted(source, str(tmp_path / f"exits_run_{number}.py"), x, n)
+    assert (by_interpreter == expected).all(), (source, x, n, expected, by_interpreter)
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -1,0 +1,166 @@
+"""`run_function` on the CPU: what the editor's "Run on CPU (interpreter)" shows.
+
+The interpreter's twin of `dsl.runtime.run.run_function`, for machines without a GPU: the
+module runs, the `@dsl.jit` function is called once in the interpreter on small synthesized
+NumPy inputs and checked against its `reference=` with the same convention and tolerances
+(relative L2 error 1e-4 for f32/f64, 2e-2 for f16; integers exactly).
+
+Inputs: rank-1 tensors get 4096 elements, rank-2 tensors 128 x 128, higher ranks 16 per
+dimension (an `examples=` entry gives dtypes, ranks and scalar values; its shapes are sized
+for a GPU and are not used). Float tensors hold standard-normal values, integer tensors values
+in [0, 100); float scalars are 1.5, integer scalars the first tensor's first dimension,
+Constexpr parameters their defaults. No time or bandwidth is reported: the CPU's says nothing
+about the GPU's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any
+
+import numpy as np
+
+from dsl.diagnostics import ArgumentError, CompileError
+
+DEFAULT_1D = 4096
+DEFAULT_2D = (128, 128)
+DEVICE = "the CPU (interpreter)"
+_NP_NAMES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16", "i32": "int32",
+             "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "bool": "bool"}
+
+
+def _shape(rank: int) -> tuple[int, ...]:
+    return (DEFAULT_1D,) if rank == 1 else DEFAULT_2D if rank == 2 else (16,) * rank
+
+
+def synthesize(jit_fn: Any, rng: np.random.Generator) -> tuple[list[Any], list[str]]:
+    """(call arguments, names of the tensor parameters) for one interpreted run."""
+    from dsl.compiler.api import parse_examples
+    from dsl.compiler.specs import evaluate_annotation
+    from dsl.language.types import ConstexprType, DType, TensorSpec, TensorType
+
+    sig = inspect.signature(jit_fn.fn)
+    examples = parse_examples(jit_fn)
+    given: dict[str, Any] = {}
+    if examples:
+        ex_args, ex_kwargs, _ = examples[0]
+        given.update(zip(sig.parameters, ex_args))
+        given.update(ex_kwargs)
+    args: list[Any] = []
+    tensors: list[str] = []
+    first_dim: int | None = None
+    for name, p in sig.parameters.items():
+        ann = evaluate_annotation(jit_fn.fn, p.annotation)
+        value = given.get(name, inspect.Parameter.empty)
+        tensor = value if isinstance(value, TensorSpec | TensorType) else ann if (
+            value is inspect.Parameter.empty and isinstance(ann, TensorType)) else None
+        if tensor is not None:
+            if tensor.dtype is None or tensor.dtype.name not in _NP_NAMES:
+                what = tensor.dtype.name if tensor.dtype is not None else "untyped"
+                raise ValueError(f"cannot synthesize a {what} tensor for '{name}'")
+            shape = _shape(tensor.rank or 1)
+            np_dtype = np.dtype(_NP_NAMES[tensor.dtype.name])
+            if np_dtype.kind == "f":
+                data = rng.standard_normal(shape, dtype=np.float32).astype(np_dtype)
+            elif np_dtype.kind == "b":
+                data = rng.integers(0, 2, shape).astype(bool)
+            else:
+                data = rng.integers(0, 100, shape).astype(np_dtype)
+            args.append(data)
+            tensors.append(name)
+            first_dim = shape[0] if first_dim is None else first_dim
+        elif value is not inspect.Parameter.empty and not isinstance(value, DType):
+            args.append(value)
+        elif isinstance(ann, ConstexprType) or (not isinstance(ann, DType) and p.default is not p.empty):
+            if p.default is p.empty:
+                raise ValueError(f"Constexpr parameter '{name}' has no default; add examples= to @dsl.jit")
+            args.append(p.default)
+        elif isinstance(ann, DType) or isinstance(value, DType):
+            dt = value if isinstance(value, DType) else ann
+            assert isinstance(dt, DType)
+            args.append(p.default if p.default is not p.empty else 1.5 if dt.is_float else True if dt.is_bool
+                        else int(first_dim or 1024))
+        else:
+            raise ValueError(f"parameter '{name}' needs a type to synthesize an input; annotate it or add examples=")
+    return args, tensors
+
+
+def check_reference(reference: Any, args: list[Any], inputs: list[Any], names: list[str],
+                    tensors: list[str]) -> tuple[bool, str]:
+    """Compares the run's arrays with what `reference` computes from copies of the inputs
+    (the convention of `dsl.runtime.run`)."""
+    from dsl.runtime.run import _compare
+
+    ref_args = [a.copy() if isinstance(a, np.ndarray) else a for a in inputs]
+    expected = reference(*ref_args)
+    by_name = dict(zip(names, ref_args))
+    if expected is None:
+        pairs = [(n, by_name[n]) for n in tensors]
+    elif isinstance(expected, dict):
+        pairs = list(expected.items())
+    else:
+        outs = list(expected) if isinstance(expected, tuple | list) else [expected]
+        pairs = list(zip(tensors[-len(outs):], outs))
+    got = dict(zip(names, args))
+    ok, details = True, []
+    for name, ref in pairs:
+        good, text = _compare(np.asarray(got[name]), np.asarray(ref))
+        ok &= good
+        details.append(f"{name}: {text}")
+    return ok, ", ".join(details)
+
+
+def run_function(source: str, path: str, function: str, *, target: str | None = None) -> dict[str, Any]:
+    """Runs `function` (a `@dsl.jit` function of `source`) once in the interpreter.
+
+    Returns {ok, message, correct, elapsed_ms, device}; `correct` is None without a reference,
+    `diagnostics` (as `Diagnostic.to_dict()`) when compiling or running failed."""
+    from dsl.interpreter.jit import call_interpreted
+    from dsl.language.decorators import JitFunction, KernelFunction, hint_overrides
+    from dsl.module_analysis import run_module
+    from dsl.runtime.driver import LaunchError
+
+    result: dict[str, Any] = {"ok": False, "message": "", "correct": None, "elapsed_ms": None, "device": DEVICE}
+    namespace, diags = run_module(source, path)
+    fn = namespace.get(function)
+    if isinstance(fn, KernelFunction):
+        result["message"] = f"'{function}' is a @dsl.kernel; run the @dsl.jit function that launches it"
+        return result
+    if not isinstance(fn, JitFunction):
+        errors = "; ".join(d.format() for d in diags if d.is_error)
+        result["message"] = f"no @dsl.jit function '{function}' in {path}" + (f" ({errors})" if errors else "")
+        return result
+    rng = np.random.default_rng(0)
+    try:
+        args, tensors = synthesize(fn, rng)
+        inputs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        names = list(inspect.signature(fn.fn).parameters)
+        call = dict(zip(names, args))  # by name: an autotuning config's values replace the defaults
+        config = fn.tuning.configs[0] if fn.tuning is not None else None  # tuning measures the GPU
+        if config is not None:
+            call.update(config.params)
+        started = time.perf_counter()
+        with hint_overrides(config.hints if config is not None else {}):
+            call_interpreted(fn, (), call, config.describe() if config is not None else "")
+        elapsed = (time.perf_counter() - started) * 1e3
+        all_args = [call[n] for n in names]
+        correct, detail = None, "no reference declared"
+        if fn.reference is not None:
+            correct, detail = check_reference(fn.reference, all_args, inputs, names, tensors)
+        verdict = {True: "matches the reference", False: "DIFFERS from the reference", None: detail}[correct]
+        if correct is not None:
+            verdict += f" ({detail})"
+        shapes = ", ".join(f"{n} {tuple(a.shape)}" for n, a in zip(names, all_args) if isinstance(a, np.ndarray))
+        result.update(ok=correct is not False, correct=correct, elapsed_ms=elapsed,
+                      message=f"{verdict}; inputs {shapes}")
+    except CompileError as err:
+        result["message"] = "compile failed:\n" + "\n".join(d.format() for d in err.diagnostics)
+        result["diagnostics"] = [d.to_dict() for d in err.diagnostics]
+    except LaunchError as err:
+        result["message"] = str(err)
+        if err.diagnostic is not None:
+            result["diagnostics"] = [err.diagnostic.to_dict()]
+    except (ArgumentError, ValueError, TypeError) as err:
+        result["message"] = f"{type(err).__name__}: {err}"
+    return result
