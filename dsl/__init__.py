@@ -183,11 +183,15 @@ _plug_in_the_upper_layers()
 
 if TYPE_CHECKING:  # imported on first use: the MLIR bindings take a while to load
     from dsl.compiler.api import compile
+    from dsl.export.build import load_export
+    from dsl.interpreter import interpret
     from dsl.module_analysis import analyze_source
     from dsl.runtime.run import run_function
 
 _LAZY = {
     "analyze_source": ("dsl.module_analysis", "analyze_source"),
+    "interpret": ("dsl.interpreter", "interpret"),  # run @dsl.jit calls on the CPU (dsl/interpreter)
+    "load_export": ("dsl.export.build", "load_export"),  # call a `kdsl export` library (dsl/export)
     "run_function": ("dsl.runtime.run", "run_function"),
 }
 
@@ -287,12 +291,14 @@ __all__ = [
     "i32",
     "i64",
     "index",
+    "interpret",
     "isinf",
     "isnan",
     "jit",
     "kernel",
     "lane_id",
     "ldmatrix",
+    "load_export",
     "log",
     "log1p",
     "log2",

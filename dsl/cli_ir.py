@@ -1,5 +1,5 @@
 """`kdsl ir FILE[::FUNCTION] [--stage STAGE] [--target sm_XX] [--line-cost]`: print a stage of
-each function.
+each function (`--stage c`: a jit function's C entry point, as `kdsl export` writes it).
 
 Runs the file (it is the user's own program, run on request) statement by statement,
 compiles every kernel and jit function (or the one named) and prints the chosen stage
@@ -51,9 +51,13 @@ def main(argv: list[str] | None = None) -> int:
             if k.resources is not None:
                 print(f"// {k.symbol}: {k.resources.summary()}")
         text = compiled.sass if args.stage == "sass" else compiled.stages.get(args.stage)
+        if text is None and args.stage == "c" and fn.kind == "jit":
+            from dsl.export.emit_c import c_stage
+
+            text = c_stage(compiled)  # what `kdsl export` writes for this specialization
         if text is None:
-            reason = "this is a kernel (launchers belong to jit functions)" if args.stage == "launcher" else \
-                "the tool for it (nvdisasm) was not found"
+            reason = f"this is a kernel ({'launchers' if args.stage == 'launcher' else 'C entry points'} belong to " \
+                "jit functions)" if args.stage in ("launcher", "c") else "the tool for it (nvdisasm) was not found"
             print(f"// stage {args.stage} is not available: {reason}")
             continue
         print(text.rstrip("\n"))

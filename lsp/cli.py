@@ -1,4 +1,4 @@
-"""The `kdsl` command: `kdsl lint`, `kdsl lsp`, `kdsl ir`, `kdsl build` and `kdsl tune`.
+"""The `kdsl` command: `kdsl lint`, `kdsl lsp`, `kdsl ir`, `kdsl build`, `kdsl tune` and `kdsl export`.
 
 Each subcommand lives in its own module and is imported only when chosen, so `kdsl lint`
 does not pay for pygls and `kdsl lsp` does not pay for the lint front end.
@@ -19,6 +19,8 @@ commands:
   ir FILE        print a function's IR at a compiler stage
   build FILE...  compile the jit functions' examples= into the on-disk kernel cache
   tune FILE      tune the @dsl.autotune functions on this GPU and record their choices
+  export FILE::JIT_FUNCTION -o DIR
+                 write jit functions as a C library (header, source, launch configs)
 
 `kdsl <command> --help` describes each command's options.
 """
@@ -78,8 +80,15 @@ def _run_tune(argv: list[str]) -> int:
     return _call(main, argv, "kdsl tune")
 
 
+def _run_export(argv: list[str]) -> int:
+    from dsl.cli_export import main
+
+    return _call(main, argv, "kdsl export")
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "lint": _run_lint, "lsp": _run_lsp, "ir": _run_ir, "build": _run_build, "tune": _run_tune,
+    "export": _run_export,
 }
 
 

@@ -192,13 +192,16 @@ class CompiledFunction(Record):
 
     @property
     def available_stages(self) -> list[str]:
-        """The stages that exist or can be made on request (SASS needs the cubin and nvdisasm)."""
+        """The stages that exist or can be made on request (SASS needs the cubin and nvdisasm; a
+        jit function's C entry point is translated from its launcher)."""
         from dsl.compiler.stages import ordered
         from dsl.compiler.toolchain import nvdisasm_path
 
         names = list(self.stages)
         if "sass" not in names and self.cubin is not None and nvdisasm_path() is not None:
             names.append("sass")
+        if "c" not in names and "launcher" in self.stages:  # a jit function's C entry point (`kdsl export`)
+            names.append("c")
         return ordered(names)
 
 

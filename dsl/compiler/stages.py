@@ -19,7 +19,8 @@ class Stage:
     extension: str  # for a dumped text (or binary)
     binary: bool = False
     needs_views: bool = True  # made only when the build keeps its views (editor, `kdsl ir`, lint)
-    made_by: str = "pipeline"  # "pipeline"; "on request" (SASS: the disassembler takes ~1 s); "launcher"
+    made_by: str = "pipeline"  # "pipeline"; "on request" (SASS: the disassembler takes ~1 s); "launcher" (from
+    # the jit function's launch facts: the Python launcher, and the C entry point `kdsl export` writes)
 
     def to_dict(self) -> dict[str, object]:
         return {("needsViews" if k == "needs_views" else "madeBy" if k == "made_by" else k): v
@@ -34,6 +35,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("cubin", "", ".cubin", binary=True, needs_views=False),
     Stage("sass", "sass", ".sass", made_by="on request"),
     Stage("launcher", "python", ".py", made_by="launcher"),
+    Stage("c", "c", ".c", made_by="launcher"),  # the launcher translated to C (`dsl.export.emit_c.c_stage`)
 )
 BY_NAME = {stage.name: stage for stage in STAGES}
 TEXT_STAGES = tuple(stage.name for stage in STAGES if not stage.binary)  # what can be shown or printed

@@ -58,7 +58,7 @@ def ir_response(report: ModuleReport | None, text: str, function: str, stage: st
     if stage not in TEXT_STAGES:  # a binary stage (the cubin) has no text to show
         stage_text = None
     else:
-        stage_text = fn.compiled.sass if stage == "sass" else fn.compiled.stages.get(stage)
+        stage_text = _stage_text(fn.compiled, stage)
     if stage_text is None:
         known = ", ".join(fn.compiled.available_stages)
         return {
@@ -76,6 +76,18 @@ def ir_response(report: ModuleReport | None, text: str, function: str, stage: st
         "sourceMap": [{"irLine": ir, "range": to_json(to_lsp_range(rng, lines))} for ir, rng in entries],
         "diagnostics": diagnostics,
     }
+
+
+def _stage_text(compiled: Any, stage: str) -> str | None:
+    """A stage's text; the ones made on request are made here: SASS (nvdisasm), and a jit
+    function's C entry point, from its launcher (what `kdsl export` writes)."""
+    if stage == "sass":
+        return compiled.sass
+    if stage == "c" and "launcher" in compiled.stages:
+        from dsl.export.emit_c import c_stage
+
+        return c_stage(compiled)
+    return compiled.stages.get(stage)
 
 
 def stages_response(report: ModuleReport | None, text: str, path: str) -> dict[str, Any]:

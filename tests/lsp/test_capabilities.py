@@ -25,6 +25,7 @@ EXPECTED = {
          "madeBy": "on request"},
         {"name": "launcher", "language": "python", "extension": ".py", "binary": False, "needsViews": True,
          "madeBy": "launcher"},
+        {"name": "c", "language": "c", "extension": ".c", "binary": False, "needsViews": True, "madeBy": "launcher"},
     ],
     "targets": ["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"],
     "defaultTarget": "sm_90",

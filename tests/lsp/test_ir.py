@@ -110,3 +110,19 @@ def open_source(name: str) -> str:
     from pathlib import Path
 
     return (Path(__file__).parent / "data" / name).read_text()
+
+
+async def test_a_jit_functions_c_entry_point_is_a_stage(client):
+    """The C that `kdsl export` writes for the jit function, translated from its launcher."""
+    from dsl.export.emit_c import c_stage
+
+    await initialize(client)
+    uri = open_file(client, "two_launches.py")
+    compiled = report_of("two_launches.py").function("run").compiled
+    stages = as_data(await client.protocol.send_request_async("kdsl/stages", {"uri": uri}))
+    (run,) = [f for f in stages["functions"] if f["name"] == "run"]
+    assert run["stages"][-2:] == ["launcher", "c"]
+    assert all("c" not in f["stages"] for f in stages["functions"] if f["kind"] == "kernel")
+    result = as_data(await client.protocol.send_request_async("kdsl/ir", {"uri": uri, "function": "run", "stage": "c"}))
+    assert result["language"] == "c" and result["text"] == c_stage(compiled)
+    assert "CUresult run(CUstream stream" in result["text"]
