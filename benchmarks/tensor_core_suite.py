@@ -160,6 +160,7 @@ def main(out_dir: str, quick: bool = False) -> None:
     warm = time.perf_counter() - start
     compile_times = {"cold_s": cold_compile_seconds(), "warm_s": warm}
     print(json.dumps({"compile_gemm_hopper": compile_times}), flush=True)
+    os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "tensor_cores.json"), "w") as f:
         json.dump({"rows": rows, "compile": compile_times}, f, indent=1)
 
