@@ -90,18 +90,10 @@ def check_reference(reference: Any, args: list[Any], inputs: list[Any], names: l
                     tensors: list[str]) -> tuple[bool, str]:
     """Compares the run's arrays with what `reference` computes from copies of the inputs
     (the convention of `dsl.runtime.run`)."""
-    from dsl.runtime.run import _compare
+    from dsl.runtime.run import _compare, reference_pairs
 
     ref_args = [a.copy() if isinstance(a, np.ndarray) else a for a in inputs]
-    expected = reference(*ref_args)
-    by_name = dict(zip(names, ref_args))
-    if expected is None:
-        pairs = [(n, by_name[n]) for n in tensors]
-    elif isinstance(expected, dict):
-        pairs = list(expected.items())
-    else:
-        outs = list(expected) if isinstance(expected, tuple | list) else [expected]
-        pairs = list(zip(tensors[-len(outs):], outs))
+    pairs = reference_pairs(reference(*ref_args), dict(zip(names, ref_args)), tensors)
     got = dict(zip(names, args))
     ok, details = True, []
     for name, ref in pairs:

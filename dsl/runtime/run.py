@@ -286,6 +286,17 @@ def run_function(source: str, path: str, function: str, *, target: str | None = 
     return result
 
 
+def reference_pairs(expected: Any, arrays: dict[str, Any], tensor_names: list[str]) -> list[tuple[str, Any]]:
+    """(tensor, what it should hold) from what a `reference=` function returned: nothing (it
+    changed its copies of the arrays in place), a dict by name, or the last outputs in order."""
+    if expected is None:
+        return [(n, arrays[n]) for n in tensor_names]
+    if isinstance(expected, dict):
+        return list(expected.items())
+    outs = list(expected) if isinstance(expected, tuple | list) else [expected]
+    return list(zip(tensor_names[-len(outs):], outs))
+
+
 def _check_reference(reference: Any, args: list[Any], names: list[str], inputs: dict[str, Any],
                      tensor_names: list[str]) -> tuple[bool, str]:
     import numpy as np
@@ -298,14 +309,7 @@ def _check_reference(reference: Any, args: list[Any], names: list[str], inputs: 
             ref_args.append(arrays[name])
         else:
             ref_args.append(a)
-    expected = reference(*ref_args)
-    if expected is None:
-        pairs = [(n, arrays[n]) for n in tensor_names]
-    elif isinstance(expected, dict):
-        pairs = list(expected.items())
-    else:
-        outs = list(expected) if isinstance(expected, tuple | list) else [expected]
-        pairs = list(zip(tensor_names[-len(outs):], outs))
+    pairs = reference_pairs(reference(*ref_args), arrays, tensor_names)
     by_name = dict(zip(names, args))
     details = []
     ok = True
