@@ -43,6 +43,7 @@ class DocumentState:
     # of that analysis runs: what the tracer found is shown before ptxas is done
     traced: ModuleReport | None = None
     traced_version: int | None = None
+    traced_fresh: asyncio.Event = field(default_factory=asyncio.Event)  # set once `traced` is for `version`
     analysis: asyncio.Task[None] | None = None  # the debounced compiler-tier run, if any
     static_run: asyncio.Task[None] | None = None  # the instant tier of a big document, if running
     fresh: asyncio.Event = field(default_factory=asyncio.Event)  # set once `report` is for `version`
@@ -110,6 +111,8 @@ class DocumentStore:
         state.earlier, state.derived = state.derived or state.earlier, {}
         state.fresh.set()  # waiters for the old version wake up and see it is gone
         state.fresh = asyncio.Event()
+        state.traced_fresh.set()
+        state.traced_fresh = asyncio.Event()
         return state, problems
 
     def close(self, uri: str) -> None:
@@ -117,6 +120,7 @@ class DocumentStore:
         if state is not None:
             self._cancel(state)
             state.fresh.set()
+            state.traced_fresh.set()
 
     def accept_report(
         self, uri: str, version: int, text: str, report: ModuleReport, imported: list[str] | None = None

@@ -116,6 +116,7 @@ async def _analyze_later(
         state = ls.documents.get(uri)
         if state is not None and state.version == version and not state.report_is_current:
             state.traced, state.traced_version = report, version
+            state.traced_fresh.set()
             publish(ls, state)
 
     try:

@@ -195,14 +195,34 @@ def refresh_when_current(ls: KdslLanguageServer, uri: str, what: str) -> None:
     ls.spawn(wait())
 
 
+def _traced_so_far(state: DocumentState) -> Traced | None:
+    """Before any full report: what tracing found for the current version, if the run sent it
+    (opening a file of many kernels: the facts are the tracer's, complete before ptxas runs)."""
+    if state.traced is None or state.traced_version != state.version:
+        return None
+    return Traced(state.traced, state.text, report_facts(state.traced, state.path))
+
+
 async def traced_for_features(ls: KdslLanguageServer, state: DocumentState, what: str) -> Traced | None:
-    """What the latest report traced, at once (waiting only for the first report), with a
-    refresh asked for when it is older than the text."""
+    """What the latest report traced, at once (waiting only for the first report, or for what
+    tracing found before it), with a refresh asked for when it is older than the text."""
     uri = state.uri
     if state.report is None:
-        await current_report(ls, uri)
+        if _traced_so_far(state) is None:
+            full = asyncio.ensure_future(current_report(ls, uri))
+            early = asyncio.ensure_future(state.traced_fresh.wait())
+            await asyncio.wait({full, early}, return_when=asyncio.FIRST_COMPLETED)
+            early.cancel()
+            full.cancel()
         current = ls.documents.get(uri)
-        return traced(uri, current) if current is not None else None
+        if current is None:
+            return None
+        if current.report is None:
+            so_far = _traced_so_far(current)
+            if so_far is not None:
+                refresh_when_current(ls, uri, what)
+            return so_far
+        return traced(uri, current)
     if not state.report_is_current:
         refresh_when_current(ls, uri, what)
     return traced(uri, state)

@@ -59,3 +59,37 @@ async def test_the_tracers_findings_come_first_and_the_full_report_replaces_them
     (mistyped,) = [d for d in compiler[0].diagnostics if d.code == "DSL301"]
     assert [d.range for d in compiler[-1].diagnostics if d.code == "DSL301"] == [mistyped.range]
     assert mistyped.range.start.line == SOURCE.splitlines().index('    x[0] = n + "one"')
+
+
+SLOW = """
+@dsl.kernel
+def slow(x: Tensor[f32], n: Int32):
+    t = dsl.thread_idx.x
+    vals = [x[t * 64 + j] for j in dsl.static_range(64)]
+    for r in dsl.static_range(80):
+        vals = [vals[j] * vals[(j + r + 1) % 64] + 1.0 for j in dsl.static_range(64)]
+    x[t] = sum(vals)
+"""
+
+
+async def test_inlay_hints_on_open_come_from_what_tracing_found(client):
+    """The tracer's facts are complete before anything is lowered: a request made once the
+    traced report is in is answered from it, before the slow kernel's lowering and ptxas end."""
+    await initialize(client)
+    text = SOURCE + SLOW
+    uri = open_file(client, "many_kernels_slow.py", text)
+
+    def ours() -> list[types.PublishDiagnosticsParams]:
+        return [p for p in client.published if p.uri == uri and p.version == 1]  # type: ignore[attr-defined]
+
+    await wait_until(lambda: any("DSL301" in _codes(p) for p in ours()), timeout=60, what="the traced report")
+    line = text.splitlines().index("    t = dsl.thread_idx.x")
+    found = await client.text_document_inlay_hint_async(types.InlayHintParams(
+        text_document=types.TextDocumentIdentifier(uri), range=types.Range(start=types.Position(line, 0),
+                                                                            end=types.Position(line + 1, 0))))
+    complete = any("DSL501" in _codes(p) for p in ours())
+    assert not complete  # answered before the full report
+    assert found is not None
+    assert [(h.position.line, h.label) for h in found] == [(line, ": i32"), (line + 1, ": list[64 x f32]"),
+                                                          (line + 1, ": int")]
+    await wait_until(lambda: any("DSL501" in _codes(p) for p in ours()), timeout=60, what="the full report")
