@@ -43,6 +43,7 @@ class DocumentState:
     # of that analysis runs: what the tracer found is shown before ptxas is done
     traced: ModuleReport | None = None
     traced_version: int | None = None
+    traced_text: str | None = None  # the text `traced` was made from
     traced_fresh: asyncio.Event = field(default_factory=asyncio.Event)  # set once `traced` is for `version`
     analysis: asyncio.Task[None] | None = None  # the debounced compiler-tier run, if any
     static_run: asyncio.Task[None] | None = None  # the instant tier of a big document, if running
@@ -130,7 +131,7 @@ class DocumentStore:
         if state is None or state.version != version:
             return None
         state.report, state.report_version, state.report_text = report, version, text
-        state.traced = state.traced_version = None
+        state.traced = state.traced_version = state.traced_text = None
         state.report_imported = imported
         state.fresh.set()
         return state

@@ -115,7 +115,7 @@ async def _analyze_later(
     def traced(report: ModuleReport) -> None:  # what tracing found, while lowering and ptxas run
         state = ls.documents.get(uri)
         if state is not None and state.version == version and not state.report_is_current:
-            state.traced, state.traced_version = report, version
+            state.traced, state.traced_version, state.traced_text = report, version, text
             state.traced_fresh.set()
             publish(ls, state)
 

@@ -196,11 +196,12 @@ def refresh_when_current(ls: KdslLanguageServer, uri: str, what: str) -> None:
 
 
 def _traced_so_far(state: DocumentState) -> Traced | None:
-    """Before any full report: what tracing found for the current version, if the run sent it
-    (opening a file of many kernels: the facts are the tracer's, complete before ptxas runs)."""
-    if state.traced is None or state.traced_version != state.version:
+    """Before any full report: what tracing found, if the run sent it (opening a file of many
+    kernels: the tracer's facts are complete before ptxas runs; those of an earlier version
+    still stand where the text did not move)."""
+    if state.traced is None:
         return None
-    return Traced(state.traced, state.text, report_facts(state.traced, state.path))
+    return Traced(state.traced, state.traced_text, report_facts(state.traced, state.path))
 
 
 async def traced_for_features(ls: KdslLanguageServer, state: DocumentState, what: str) -> Traced | None:
