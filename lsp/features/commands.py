@@ -172,30 +172,26 @@ def _refresh_code_lenses(ls: KdslLanguageServer) -> None:
         ls.workspace_code_lens_refresh(None)
 
 
+async def _run_command(ls: Any, arguments: Any, title: str, work: Any) -> dict[str, Any]:
+    """One of the compile and run commands: `work(ls, uri, name)` under work-done progress
+    titled `title` (with the function's name), its message shown to the user."""
+    uri, name = _args(arguments)
+    cancelled = {"ok": False, "message": f"{name}: cancelled"}
+    result = await with_progress(ls, title.format(name=name), lambda: work(ls, uri, name), cancelled)
+    _show(ls, result["message"], result["ok"])
+    return result
+
+
 def register(server: KdslLanguageServer) -> None:
     @server.command(COMPILE)
     # `ls` stays unannotated: pygls resolves command handlers' annotations at call time.
     async def compile_command(ls, *arguments: Any) -> dict[str, Any]:
-        uri, name = _args(arguments)
-        cancelled = {"ok": False, "message": f"{name}: cancelled"}
-        result = await with_progress(ls, f"Compiling {name}", lambda: compile_function(ls, uri, name), cancelled)
-        _show(ls, result["message"], result["ok"])
-        return result
+        return await _run_command(ls, arguments, "Compiling {name}", compile_function)
 
     @server.command(RUN)
     async def run_command(ls, *arguments: Any) -> dict[str, Any]:
-        uri, name = _args(arguments)
-        cancelled = {"ok": False, "message": f"{name}: cancelled"}
-        title = f"Running {name} on the GPU"
-        result = await with_progress(ls, title, lambda: run_function(ls, uri, name), cancelled)
-        _show(ls, result["message"], result["ok"])
-        return result
+        return await _run_command(ls, arguments, "Running {name} on the GPU", run_function)
 
     @server.command(RUN_ON_CPU)
     async def run_on_cpu_command(ls, *arguments: Any) -> dict[str, Any]:
-        uri, name = _args(arguments)
-        cancelled = {"ok": False, "message": f"{name}: cancelled"}
-        title = f"Running {name} on the CPU (interpreter)"
-        result = await with_progress(ls, title, lambda: run_on_cpu(ls, uri, name), cancelled)
-        _show(ls, result["message"], result["ok"])
-        return result
+        return await _run_command(ls, arguments, "Running {name} on the CPU (interpreter)", run_on_cpu)
