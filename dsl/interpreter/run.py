@@ -22,12 +22,11 @@ from typing import Any
 import numpy as np
 
 from dsl.diagnostics import ArgumentError, CompileError
+from dsl.runtime.run import NUMPY_NAMES, compare_to_reference, reference_pairs, synthesized
 
 DEFAULT_1D = 4096
 DEFAULT_2D = (128, 128)
 DEVICE = "the CPU (interpreter)"
-_NP_NAMES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16", "i32": "int32",
-             "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "bool": "bool"}
 
 
 def _shape(rank: int) -> tuple[int, ...]:
@@ -56,17 +55,11 @@ def synthesize(jit_fn: Any, rng: np.random.Generator) -> tuple[list[Any], list[s
         tensor = value if isinstance(value, TensorSpec | TensorType) else ann if (
             value is inspect.Parameter.empty and isinstance(ann, TensorType)) else None
         if tensor is not None:
-            if tensor.dtype is None or tensor.dtype.name not in _NP_NAMES:
+            if tensor.dtype is None or tensor.dtype.name not in NUMPY_NAMES:
                 what = tensor.dtype.name if tensor.dtype is not None else "untyped"
                 raise ValueError(f"cannot synthesize a {what} tensor for '{name}'")
             shape = _shape(tensor.rank or 1)
-            np_dtype = np.dtype(_NP_NAMES[tensor.dtype.name])
-            if np_dtype.kind == "f":
-                data = rng.standard_normal(shape, dtype=np.float32).astype(np_dtype)
-            elif np_dtype.kind == "b":
-                data = rng.integers(0, 2, shape).astype(bool)
-            else:
-                data = rng.integers(0, 100, shape).astype(np_dtype)
+            data = synthesized(rng, shape, np.dtype(NUMPY_NAMES[tensor.dtype.name]))
             args.append(data)
             tensors.append(name)
             first_dim = shape[0] if first_dim is None else first_dim
@@ -90,14 +83,12 @@ def check_reference(reference: Any, args: list[Any], inputs: list[Any], names: l
                     tensors: list[str]) -> tuple[bool, str]:
     """Compares the run's arrays with what `reference` computes from copies of the inputs
     (the convention of `dsl.runtime.run`)."""
-    from dsl.runtime.run import _compare, reference_pairs
-
     ref_args = [a.copy() if isinstance(a, np.ndarray) else a for a in inputs]
     pairs = reference_pairs(reference(*ref_args), dict(zip(names, ref_args)), tensors)
     got = dict(zip(names, args))
     ok, details = True, []
     for name, ref in pairs:
-        good, text = _compare(np.asarray(got[name]), np.asarray(ref))
+        good, text = compare_to_reference(np.asarray(got[name]), np.asarray(ref))
         ok &= good
         details.append(f"{name}: {text}")
     return ok, ", ".join(details)

@@ -76,7 +76,7 @@ class DeviceArray:
         self.buffer.free()
 
 
-_NP_NAMES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16", "i32": "int32",
+NUMPY_NAMES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16", "i32": "int32",
              "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "bool": "bool"}
 
 
@@ -140,16 +140,10 @@ def _synthesize(jit_fn: Any, rng: Any) -> tuple[list[Any], dict[str, Any], list[
     first_dim = None
     for name, kind, what, extra in plan:
         if kind == "tensor":
-            if what.name not in _NP_NAMES:
+            if what.name not in NUMPY_NAMES:
                 raise ValueError(f"cannot synthesize a {what.name} tensor for '{name}'")
             shape = shapes_by_rank.setdefault(extra, _default_shape(extra))
-            np_dtype = np.dtype(_NP_NAMES[what.name])
-            if np_dtype.kind == "f":
-                data = rng.standard_normal(shape, dtype=np.float32).astype(np_dtype)
-            elif np_dtype.kind == "b":
-                data = rng.integers(0, 2, shape).astype(bool)
-            else:
-                data = rng.integers(0, 100, shape).astype(np_dtype)
+            data = synthesized(rng, shape, np.dtype(NUMPY_NAMES[what.name]))
             inputs[name] = data
             tensor_names.append(name)
             args.append(DeviceArray.from_numpy(data))
@@ -173,7 +167,7 @@ def _tolerance(dtype: Any) -> float:
     return 2e-2 if dtype.itemsize <= 2 and dtype.kind == "f" else 1e-4
 
 
-def _compare(out: Any, ref: Any) -> tuple[bool, str]:
+def compare_to_reference(out: Any, ref: Any) -> tuple[bool, str]:
     import numpy as np
 
     ref = np.asarray(ref)
@@ -286,6 +280,17 @@ def run_function(source: str, path: str, function: str, *, target: str | None = 
     return result
 
 
+def synthesized(rng: Any, shape: tuple[int, ...], np_dtype: Any) -> Any:
+    """Inputs a run makes up for a tensor: normal floats, random booleans, integers in 0..99."""
+    import numpy as np
+
+    if np_dtype.kind == "f":
+        return rng.standard_normal(shape, dtype=np.float32).astype(np_dtype)
+    if np_dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    return rng.integers(0, 100, shape).astype(np_dtype)
+
+
 def reference_pairs(expected: Any, arrays: dict[str, Any], tensor_names: list[str]) -> list[tuple[str, Any]]:
     """(tensor, what it should hold) from what a `reference=` function returned: nothing (it
     changed its copies of the arrays in place), a dict by name, or the last outputs in order."""
@@ -315,7 +320,7 @@ def _check_reference(reference: Any, args: list[Any], names: list[str], inputs: 
     ok = True
     for name, ref in pairs:
         got = by_name[name].numpy()
-        good, text = _compare(got, np.asarray(ref))
+        good, text = compare_to_reference(got, np.asarray(ref))
         ok &= good
         details.append(f"{name}: {text}")
     return ok, ", ".join(details)
