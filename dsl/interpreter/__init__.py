@@ -6,8 +6,11 @@
 A second back end of the same frontend: the function is traced and compiled by the real
 compiler (so it is refused with the same diagnostics), then its launcher and the compiler's
 traced kernels run here with GPU semantics: every thread of each block in lockstep
-(`execute`), barriers, shared memory, warp shuffles and votes, atomics in thread order,
-wrapping integers and truncating division, f16 / bf16 / fp8 rounding. Out-of-bounds and
+(`execute`), or each warp on its own when warps wait for one another (`scheduling`: mbarriers,
+named barriers; a deadlock is an error, not a hang), barriers, shared memory, warp shuffles
+and votes, atomics in thread order, wrapping integers and truncating division, f16 / bf16 /
+fp8 rounding, and the tensor cores (`tensor_core_ops`: `mma.sync`, `ldmatrix`, wgmma, TMA
+loads and stores with their swizzle). Out-of-bounds and
 misaligned accesses, divergent barriers and shuffles reading inactive lanes raise a
 `LaunchError` (DSL601), as a GPU fault does, naming the tensor, index, thread, block and line.
 `print(...)`, `dsl.printf` and `breakpoint()` work inside kernels (`debug`).
@@ -15,15 +18,16 @@ misaligned accesses, divergent barriers and shuffles reading inactive lanes rais
 Layers, in the order a call flows through them: `mode` (is it on?) -> `jit` (compile, cache,
 bind the launcher) -> `runtime` (host arrays, launches) -> `execute` (blocks, batches) ->
 `program` (IR to closures) -> the ops: `control_flow`, `arith_ops`, `cast_ops`, `gpu_ops`,
-`llvm_ops`, over `values`, `lanes` and `memory`; `debug` is `breakpoint()`, `run` the editor's
-"Run on CPU (interpreter)".
+`llvm_ops`, `tensor_core_ops`, over `values`, `lanes` and `memory`; `debug` is `breakpoint()`,
+`run` the editor's "Run on CPU (interpreter)".
 
 What is not bit-exact, and why: the GPU may fuse `a * b + c` into one FMA when a kernel
 is compiled with `contract=True` (the default) — the interpreter rounds both; functions the
 GPU approximates (`dsl.exp` through `ex2.approx`, `rsqrt`, libdevice's `erf`, `sin`, ...)
-are computed in float64 and rounded, so they agree to within the GPU's documented error.
-Kernels using Hopper tensor-core, TMA or mbarrier instructions, warp MMA or `ldmatrix` are
-refused (DSL402): their accumulation order and rounding are the hardware's.
+are computed in float64 and rounded, so they agree to within the GPU's documented error;
+tensor-core MMAs sum exact products in float64 and round once, where the hardware adds in an
+order and precision of its own. Blocks run one at a time, so what needs the blocks of a
+cluster together (launches with `cluster=`, multicast, cluster barriers) is refused (DSL402).
 """
 
 from __future__ import annotations

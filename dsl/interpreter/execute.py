@@ -5,7 +5,9 @@ hardware runs them in is unspecified, so the interpreter runs them in batches of
 `LANES_PER_BATCH` threads (whole blocks, in block-index order; fewer for kernels with many
 values, so that a batch's values stay within `BATCH_VALUES`): one NumPy operation then serves
 thousands of threads. Each block of a batch has its own copy of the shared arrays.
-Threads of a batch run in lockstep, which is one of the schedules the GPU may choose.
+Threads of a batch run in lockstep, which is one of the schedules the GPU may choose. Kernels
+whose warps wait for one another (mbarriers, named barriers) run one block at a time instead,
+one thread per warp (`scheduling`).
 
 A failure inside the kernel becomes a `LaunchError` (DSL601), as a fault on the GPU does,
 naming the kernel, the launch, the thread and block, and the Python line of the op that failed.
@@ -21,8 +23,9 @@ import numpy as np
 
 from dsl.diagnostics import Diagnostic, Related, SourceRange
 from dsl.interpreter.lanes import Lanes
-from dsl.interpreter.memory import UNINITIALIZED, Region
+from dsl.interpreter.memory import SHARED_ALIGN, SHARED_BASE, UNINITIALIZED, Region, SharedWindow
 from dsl.interpreter.program import Program, RunError
+from dsl.interpreter.scheduling import BlockSync, run_block_by_warps
 from dsl.runtime.driver import LaunchError
 
 LANES_PER_BATCH = 16384
@@ -48,16 +51,21 @@ def _blocks(grid: tuple[int, int, int]) -> Iterator[tuple[int, int, int]]:
                 yield (x, y, z)
 
 
-def _shared_regions(program: Program, blocks: int, smem: int, lanes: Lanes) -> dict[str, Region]:
+def _shared_regions(program: Program, blocks: int, smem: int, lanes: Lanes | None) -> dict[str, Region]:
+    """Each shared array of the kernel, one slot per block of the batch, at its own address."""
     regions = {}
+    address = SHARED_BASE
     for symbol, decl in program.shared.items():
         size = decl.size if decl.size is not None else smem
         slot = -(-max(size, 1) // max(decl.align, 16)) * max(decl.align, 16)
         data = np.full(slot * blocks, UNINITIALIZED, dtype=np.uint8)
         line = f" ({decl.where.file.rsplit('/', 1)[-1]}:{decl.where.line})" if decl.where else ""
         name = "dynamic shared memory" if decl.size is None else f"shared array{line}"
-        region = Region(data, size, name, address=0, space=3)
-        if blocks > 1:
+        align = max(SHARED_ALIGN, decl.align)
+        address = -(-address // align) * align
+        region = Region(data, size, name, address=address, space=3)
+        address += max(size, 1)
+        if blocks > 1 and lanes is not None:
             region.lane_base = lanes.block_of * slot
         regions[symbol] = region
     return regions
@@ -71,6 +79,10 @@ def run_launch(program: Program, grid: tuple[int, int, int], block: tuple[int, i
     threads = math.prod(block)
     if threads == 0 or math.prod(grid) == 0:
         return
+    if program.independent_warps:
+        _run_by_warps(program, grid, block, smem, args, names, kernel=kernel, launch=launch, out=out,
+                      breakpoints=breakpoints)
+        return
     per_batch = max(1, min(LANES_PER_BATCH, BATCH_VALUES // max(program.slots, 1)) // threads)
     pending = _blocks(grid)
     with np.errstate(all="ignore"):
@@ -80,15 +92,52 @@ def run_launch(program: Program, grid: tuple[int, int, int], block: tuple[int, i
                 return
             st = Lanes(program.slots, block, grid, ids)
             st.shared = _shared_regions(program, len(ids), smem, st)
-            st.args, st.out, st.breakpoints = names, out, breakpoints
-            for (slot, _), value in zip(program.params, args):
-                st.v[slot] = value
+            st.window = SharedWindow(list(st.shared.values()))
+            _start(st, program, args, names, out, breakpoints)
             try:
                 program.body.run(st)
             except RunError as err:
-                where = ""
-                if err.lane is not None:
-                    thread, blk = st.coordinates(err.lane)
-                    where = f" by thread {thread} of block {blk}"
-                raise kernel_fault(f"{err.message}{where}", kernel=kernel, grid=grid, block=block, smem=smem,
-                                  where=err.where, launch=launch) from None
+                raise _fault(err, st, kernel, grid, block, smem, launch) from None
+
+
+def _start(st: Lanes, program: Program, args: list[Any], names: dict[str, Any], out: Any, breakpoints: Any) -> None:
+    st.args, st.out, st.breakpoints = names, out, breakpoints
+    for (slot, _), value in zip(program.params, args):
+        st.v[slot] = value
+
+
+def _fault(err: RunError, st: Lanes, kernel: str, grid: tuple, block: tuple, smem: int,
+           launch: SourceRange | None) -> LaunchError:
+    where = ""
+    if err.lane is not None:
+        thread, blk = st.coordinates(err.lane)
+        where = f" by thread {thread} of block {blk}"
+    return kernel_fault(f"{err.message}{where}", kernel=kernel, grid=grid, block=block, smem=smem,
+                        where=err.where, launch=launch)
+
+
+def _run_by_warps(program: Program, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+                  args: list[Any], names: dict[str, Any], *, kernel: str, launch: SourceRange | None,
+                  out: Any, breakpoints: Any) -> None:
+    """One block after another, each warp of a block in its own thread (`scheduling`)."""
+    threads = math.prod(block)
+    warps = -(-threads // 32)
+    for ids in _blocks(grid):
+        shared = _shared_regions(program, 1, smem, None)
+        window = SharedWindow(list(shared.values()))
+        sync = BlockSync(warps)
+
+        def run_warp(w: int, ids: tuple[int, int, int] = ids, shared: dict = shared, window: SharedWindow = window,
+                     sync: BlockSync = sync) -> None:
+            st = Lanes(program.slots, block, grid, [ids], first=32 * w)
+            st.shared, st.window, st.sync = shared, window, sync
+            _start(st, program, args, names, out, breakpoints)
+            with np.errstate(all="ignore"):
+                try:
+                    program.body.run(st)
+                except RunError as err:
+                    raise _fault(err, st, kernel, grid, block, smem, launch) from None
+
+        error = run_block_by_warps(sync, run_warp)
+        if error is not None:
+            raise error

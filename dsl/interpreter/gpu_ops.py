@@ -23,6 +23,7 @@ import numpy as np
 from dsl.interpreter.lanes import WARP, Lanes
 from dsl.interpreter.memory import LaneFault
 from dsl.interpreter.program import Maker, OpInfo, Step
+from dsl.interpreter.scheduling import waiting_at, warp_index
 from dsl.interpreter.values import LaneType, as_unsigned
 
 MAKERS: dict[str, Maker] = {}
@@ -101,8 +102,12 @@ def _take_part(st: Lanes, groups: np.ndarray, count: int, members: np.ndarray | 
 
 
 def _barrier(info: OpInfo) -> Step:
+    what = waiting_at(info, "dsl.barrier()")
+
     def step(st: Lanes) -> None:
         _take_part(st, st.block_of, st.blocks, None, "dsl.barrier()", barrier=True)
+        if st.sync is not None:  # warps run one by one: wait for the block's other warps
+            st.sync.barrier(warp_index(st), _first(st.active()), 0, None, True, what)
 
     return step
 

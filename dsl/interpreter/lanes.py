@@ -19,31 +19,37 @@ WARP = 32
 class Lanes:
     """Values, active lanes and coordinates of the blocks being run."""
 
-    __slots__ = ("args", "block", "block_dim", "block_ids", "block_of", "blocks", "breakpoints", "grid_dim", "lane",
-                 "linear", "mask", "n", "out", "shared", "skipped_barrier", "skipped_warp", "thread", "threads",
-                 "v", "warp", "warps")
+    __slots__ = ("args", "block", "block_dim", "block_ids", "block_of", "blocks", "breakpoints", "first", "grid_dim",
+                 "lane", "linear", "mask", "n", "out", "shared", "skipped_barrier", "skipped_warp", "sync", "thread",
+                 "threads", "v", "warp", "warps", "window")
 
     def __init__(self, slots: int, block_dim: tuple[int, int, int], grid_dim: tuple[int, int, int],
-                 block_ids: list[tuple[int, int, int]]):
+                 block_ids: list[tuple[int, int, int]], first: int | None = None):
         bx, by, bz = block_dim
         self.threads = bx * by * bz
         self.blocks = len(block_ids)
-        self.n = self.threads * self.blocks
+        self.first = first  # a warp's first thread when one warp runs alone (one block), else None
+        if first is None:
+            self.n = self.threads * self.blocks
+            linear = np.tile(np.arange(self.threads, dtype=np.int64), self.blocks)
+        else:
+            self.n = min(WARP, self.threads - first)
+            linear = np.arange(first, first + self.n, dtype=np.int64)
         self.v: list[Any] = [None] * slots
         self.mask: np.ndarray | None = None
         self.block_dim, self.grid_dim, self.block_ids = block_dim, grid_dim, block_ids
-        linear = np.tile(np.arange(self.threads, dtype=np.int64), self.blocks)
         self.linear = linear
-        self.block_of = np.repeat(np.arange(self.blocks, dtype=np.int64), self.threads)  # its block in the batch
+        # each lane's block in the batch
+        self.block_of = np.repeat(np.arange(self.blocks, dtype=np.int64), self.n // self.blocks)
         self.thread = (linear % bx, (linear // bx) % by, linear // (bx * by))
         ids = np.asarray(block_ids, dtype=np.int64)
         if self.blocks == 1:  # one block: its coordinates are uniform values
             self.block = tuple(np.asarray(ids[0, k]) for k in range(3))
         else:
             self.block = tuple(np.repeat(ids[:, k], self.threads) for k in range(3))
-        warps_per_block = -(-self.threads // WARP)
+        warps_per_block = -(-self.threads // WARP) if first is None else 1
         self.lane = linear % WARP
-        self.warp = self.block_of * warps_per_block + linear // WARP
+        self.warp = self.block_of * warps_per_block + (linear // WARP if first is None else 0)  # in the batch
         self.warps = self.blocks * warps_per_block
         self.skipped_barrier: np.ndarray | None = None  # lanes that did not take part in a barrier
         self.skipped_warp: np.ndarray | None = None  # lanes that did not take part in a warp operation
@@ -51,6 +57,8 @@ class Lanes:
         self.args: dict[str, Any] = {}  # kernel parameter name -> its value (breakpoints show tensors)
         self.out: Any = None  # where printf writes
         self.breakpoints: Any = None
+        self.sync: Any = None  # the block's `scheduling.BlockSync` when its warps run one by one
+        self.window: Any = None  # `memory.SharedWindow`: shared memory by address (one per batch)
 
     def active(self) -> np.ndarray:
         """The active lanes as a full boolean array."""

@@ -1,11 +1,11 @@
 """`llvm` and `nvvm` memory ops, intrinsics and the inline PTX the tracer writes.
 
 Addresses (`getelementptr`), loads, stores, atomics and async copies go through
-`memory`, which checks every access. Of the inline PTX the tracer emits, the interpreter runs
-the instructions whose semantics PTX defines exactly — ordered/scoped atomics and the fp8
-conversions — and refuses the rest by name: the Hopper tensor-core, TMA and mbarrier
-instructions (`wgmma`, `cp.async.bulk.tensor`, `mbarrier.*`, `setmaxnreg`), warp MMA and
-`ldmatrix`, whose accumulation order and rounding the PTX ISA leaves to the hardware.
+`memory`, which checks every access; a shared pointer cast to an integer is its shared
+address. Of the inline PTX the tracer emits, the tensor-core, TMA, mbarrier and named-barrier
+instructions are `tensor_core_ops`'; this module runs ordered/scoped atomics and the fp8
+conversions, and refuses the rest by name: what needs the blocks of a cluster to run
+together (multicast, `mapa`, cluster barriers and ranks).
 """
 
 from __future__ import annotations
@@ -166,8 +166,19 @@ MAKERS.update({"llvm.getelementptr": _gep, "llvm.load": _load, "llvm.store": _st
 
 
 def _ptrtoint(info: OpInfo) -> Step:
-    raise Refusal(f"the interpreter cannot run '{info.name}': a pointer used as an integer address",
-                  info.where, secondary=True)
+    """A shared pointer as its 32-bit shared address (what mbarriers, `ldmatrix`, TMA and wgmma
+    descriptors take); any other pointer as an integer is refused."""
+    (p,), (o,) = info.args, info.outs
+    if info.arg_types[0].space != 3 or info.out_types[0].name not in ("i32", "i64"):
+        raise Refusal(f"the interpreter cannot run '{info.name}': a pointer used as an integer address",
+                      info.where, secondary=True)
+    storage = np.int32 if info.out_types[0].name == "i32" else np.int64
+
+    def step(st: Lanes) -> None:
+        ptr = st.v[p]
+        st.v[o] = (ptr.region.address + np.asarray(ptr.offset, dtype=np.int64)).astype(storage)
+
+    return step
 
 
 MAKERS["llvm.ptrtoint"] = _ptrtoint
@@ -305,17 +316,10 @@ _ATOM = re.compile(r"atom(?:\.\w+\.\w+)?\.(global|shared)\.(add|min|max|exch|and
                    r"\$0, \[\$1\], \$2;")
 _CVT_TO_F8 = re.compile(r"cvt\.rn\.satfinite\.(e4m3|e5m2)x2\.f32 \$0, \$1, \$2;")
 _CVT_FROM_F8 = re.compile(r"cvt\.rn\.f16x2\.(e4m3|e5m2)x2 \$0, \$1;")
-_TENSOR_CORES = "tensor-core accumulation order and rounding are the hardware's"
-_ASYNC = "the interpreter does not model Hopper's asynchronous copy and barrier machinery"
+_CLUSTERS = "it runs one block at a time, not the blocks of a cluster together"
 _NOT_INTERPRETABLE = {  # instruction -> (what it is, why the interpreter cannot run it)
-    "wgmma": ("Hopper warpgroup MMA (wgmma)", _TENSOR_CORES), "mma.sync": ("warp MMA (mma.sync)", _TENSOR_CORES),
-    "ldmatrix": ("ldmatrix", "it loads fragments for warp MMA, which the interpreter does not run"),
-    "cp.async.bulk": ("TMA bulk copies (cp.async.bulk)", _ASYNC), "mbarrier": ("mbarriers", _ASYNC),
-    "fence.proxy": ("async-proxy fences", _ASYNC), "fence.mbarrier_init": ("mbarrier fences", _ASYNC),
-    "setmaxnreg": ("setmaxnreg", "it reallocates registers between warpgroups"),
-    "bar.sync": ("named barriers", "it runs whole-block barriers only"),
-    "bar.arrive": ("named barriers", "it runs whole-block barriers only"),
-    "barrier.cluster": ("cluster barriers", "it runs one block's threads at a time, not clusters"),
+    "multicast::cluster": ("TMA multicast", _CLUSTERS), "mapa": ("another block's shared memory (mapa)", _CLUSTERS),
+    "barrier.cluster": ("cluster barriers", _CLUSTERS), "%cluster_ctarank": ("cluster ranks", _CLUSTERS),
 }
 _ATOM_TYPES = {  # PTX type -> (interpreter type of the operand's meaning, width of the packed pair)
     "u32": ("i32", 0), "s32": ("i32", 0), "b32": ("i32", 0), "u64": ("i64", 0), "s64": ("i64", 0),
@@ -325,8 +329,13 @@ _ATOM_TYPES = {  # PTX type -> (interpreter type of the operand's meaning, width
 
 
 def _inline_asm(info: OpInfo) -> Step:
+    from dsl.interpreter.tensor_core_ops import inline_asm_step
+
     asm = info.attr("asm_string").value
     text = " ".join(asm.split())
+    found = inline_asm_step(info, text)
+    if found is not None:
+        return found
     if m := _ATOM.fullmatch(text):
         return _asm_atomic(info, m.group(2), m.group(4))
     if m := _CVT_TO_F8.fullmatch(text):

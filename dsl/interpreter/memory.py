@@ -8,6 +8,11 @@ per lane. Every access is checked against its region and its alignment, lane by 
 the lanes that execute it; the first offending lane (in thread order) raises `LaneFault`,
 which the executor turns into an error naming the thread, the block and the source line.
 
+Shared arrays also have addresses (`SharedWindow`): each its own range of one block's shared
+window, 1024-byte aligned as the GPU's dynamic shared memory is, so that the instructions
+that take a 32-bit shared address (mbarriers, `ldmatrix`, TMA, wgmma descriptors) and the
+swizzle patterns computed from address bits see what they see on the GPU.
+
 Atomics apply lane by lane in thread order (vectorized when no two lanes share an address),
 with the hardware's rounding: `atom.add.f32` flushes subnormal inputs and results to zero.
 """
@@ -106,6 +111,32 @@ def merge_pointers(cond: Any, a: Pointer, b: Pointer) -> Pointer:
         raise NotImplementedError("a value that points into different allocations in different threads "
                                   f"({a.region.name} and {b.region.name})")
     return Pointer(a.region, np.where(cond, a.offset, b.offset))
+
+
+SHARED_BASE = 1024  # the first shared array's address (0 is never a valid one)
+SHARED_ALIGN = 1024
+
+
+class SharedWindow:
+    """One block's shared memory by address: which array each address falls in."""
+
+    def __init__(self, regions: list[Region]):
+        self.regions = sorted(regions, key=lambda r: r.address)
+
+    def region_at(self, address: int) -> Region | None:
+        for region in self.regions:
+            if region.address <= address < region.address + max(region.size, 1):
+                return region
+        return None
+
+
+def swizzled(address: Any, swizzle: int) -> Any:
+    """Where byte `address` of a `swizzle`-byte swizzled shared tile lives: its 16-byte chunk
+    XOR the 128-byte row within the pattern (the layout TMA writes, wgmma reads and
+    `smem.array(..., swizzle=)` indexes; `dsl.frontend.memory.swizzle_bytes`)."""
+    if not swizzle:
+        return address
+    return address ^ (((address >> 7) & (swizzle // 16 - 1)) << 4)
 
 
 # --- checked addressing -----------------------------------------------------------------------

@@ -173,6 +173,7 @@ class Program:
     shared: dict[str, SharedDecl] = field(default_factory=dict)
     where: SourceRange | None = None  # the kernel's def
     uses_shared: bool = False
+    independent_warps: bool = False  # its warps wait for one another: run one thread per warp
 
 
 class Builder:
@@ -185,6 +186,7 @@ class Builder:
         self.slots: dict[Any, int] = {}
         self.shared: dict[str, SharedDecl] = {}
         self.uses_shared = False
+        self.independent_warps = False  # set by the makers of mbarrier and named-barrier ops
         self.refusals: list[Refusal] = []  # every op refused, so one build reports them all
 
     def new_slot(self, value: Any) -> int:
@@ -260,7 +262,7 @@ def build_program(func: Any, module_ops: list[Any], source_map: Any, makers: dic
         raise RefusedKernel(builder.refusals)
     symbol = func.attributes["sym_name"].value
     return Program(symbol, params, body, len(builder.slots), builder.shared, builder.where(func),
-                   builder.uses_shared)
+                   builder.uses_shared, builder.independent_warps)
 
 
 class RefusedKernel(Exception):

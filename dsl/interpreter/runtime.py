@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from dsl.diagnostics import ArgumentError, SourceRange
+from dsl.diagnostics import ArgumentError, CompileError, Diagnostic, SourceRange
 from dsl.interpreter.execute import run_launch
 from dsl.interpreter.memory import Pointer, Region
 from dsl.interpreter.program import Program
+from dsl.interpreter.tensor_core_ops import TensorMap
 from dsl.interpreter.values import from_python_int, round_to_bf16
 from dsl.language.types import DType, dtype_from_foreign
 from dsl.runtime.dlpack import INT32_MAX, _check_access
@@ -158,8 +159,19 @@ class InterpreterRuntime:
 
         return target_value(name, self.target)
 
-    def tensor_map(self, *args: Any) -> Any:
-        raise ArgumentError("TMA tensor maps need a GPU; the interpreter cannot run kernels that take them")
+    @staticmethod
+    def tensor_map(ptr: Any, shape: Any, strides: Any, dtype: str, box: tuple, swizzle: int) -> TensorMap:
+        """`dsl.tensor_map(...)`: what TMA reads through, with the checks the driver's encoder makes."""
+        from dsl.runtime.tensor_maps import _NBYTES, _problem
+
+        region = ptr.region
+        rank = len(box)
+        nbytes = _NBYTES[dtype]
+        shape, strides = tuple(int(s) for s in shape[:rank]), tuple(int(s) for s in strides[:rank])
+        problem = _problem(region.address, shape, [s * nbytes for s in reversed(strides[:-1])], box)
+        if problem:
+            raise ArgumentError(f"a TMA tensor map of this tensor (shape {list(shape)}, {dtype}) {problem}")
+        return TensorMap(region, dtype, nbytes, shape, strides, tuple(box), swizzle)
 
     def kernel(self, symbol: str, codes: tuple, cluster: tuple | None = None) -> Any:
         def launch(grid: tuple, block: tuple, smem: int, stream: Any, *values: Any) -> None:
@@ -169,6 +181,13 @@ class InterpreterRuntime:
 
     def _launch(self, symbol: str, codes: tuple, cluster: tuple | None, grid: tuple, block: tuple, smem: int,
                 values: tuple) -> None:
+        if cluster is not None and any(int(c) != 1 for c in cluster):
+            message = (f"kernel '{symbol}': the interpreter runs one block at a time, not clusters of "
+                       f"{tuple(cluster)} blocks; launch without cluster= or run this kernel on a GPU")
+            where = self.launch_ranges.get(symbol)
+            if where is None:
+                raise self._error(message, symbol, grid, block, smem)
+            raise CompileError([Diagnostic.make("DSL402", message, where)])
         try:
             grid = tuple(int(g) for g in grid)
             block = tuple(int(b) for b in block)
@@ -181,7 +200,8 @@ class InterpreterRuntime:
             raise self._error("grid and block dimensions must be positive", symbol, grid, block, smem)
         self._check_limits(symbol, grid, block, smem)
         try:  # the GPU runtime's packing says which values do not fit their parameter types
-            ArgPacker(codes).pack([0 if isinstance(v, HostTensor) else v for v in values])
+            ArgPacker(codes).pack([0 if isinstance(v, HostTensor) else bytes(128) if isinstance(v, TensorMap) else v
+                                   for v in values])
         except (struct.error, TypeError, OverflowError) as err:
             raise self._error(f"a kernel argument does not fit its parameter type ({', '.join(codes)}): {err}",
                               symbol, grid, block, smem) from None
@@ -228,6 +248,8 @@ def _kernel_value(value: Any, t: Any) -> Any:
     """A launcher value as the interpreter holds the kernel parameter."""
     if isinstance(value, HostTensor):
         return Pointer(value.region, np.asarray(0, dtype=np.int64))
+    if isinstance(value, TensorMap):
+        return value
     if t.kind == "float":
         if t.is_bf16:
             return round_to_bf16(np.asarray(float(value), dtype=np.float64))

@@ -1,0 +1,206 @@
+"""Blocks whose warps wait for one another: one thread of the interpreter per warp.
+
+Most kernels run every thread of a batch of blocks in lockstep (`execute`). That is one of
+the schedules the GPU may choose only while no warp waits for another: a producer warp
+that waits on an mbarrier for consumers to free a buffer, and consumers that wait for the
+producer to fill it, each in their own loop, need the independent forward progress that
+GPUs since Volta give. Kernels that use mbarriers or named barriers therefore run one block
+at a time with each warp in its own Python thread (its lanes still in lockstep): a warp that
+must wait blocks on the block's `BlockSync` until another warp's arrival, a TMA load's
+completed bytes or a barrier lets it go on.
+
+Waiting is exact, not polled: every state change happens under one lock and wakes the
+waiters, who test their condition again. When every warp still running waits and none of
+their conditions can become true, the block is deadlocked; on the GPU it would hang, here it
+is a `LaunchError` that names each warp and where it waits. A fault in one warp stops the
+others at their next wait; the first fault is the one reported.
+
+Barrier counting follows PTX: `bar.sync` / `bar.arrive` count whole warps (a barrier of
+`threads` threads completes when `threads / 32` warps arrived), `dsl.barrier()` waits for
+every warp of the block that has not exited, and an mbarrier completes its phase when its
+pending arrivals reach zero and its transaction count (`expect_tx` bytes, less the bytes
+TMA delivered) is zero.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsl.interpreter.memory import LaneFault
+
+
+class Stopped(BaseException):
+    """Raised in a waiting warp when another warp has failed: the block is abandoned (a
+    BaseException, so that no op turns it into an error of its own)."""
+
+
+class Deadlock(LaneFault):
+    """Every running warp waits and none can go on (a fault of each waiting warp)."""
+
+
+@dataclass
+class MBarrier:
+    """An mbarrier's state: the arrivals a phase needs, those still pending, the transaction
+    bytes still expected, and how many phases have completed."""
+
+    count: int
+    pending: int
+    tx: int = 0
+    phase: int = 0
+
+    def arrive(self, arrivals: int = 1, tx: int = 0) -> None:
+        self.tx += tx
+        self.pending -= arrivals
+        self._complete()
+
+    def complete_tx(self, nbytes: int) -> None:
+        self.tx -= nbytes
+        self._complete()
+
+    def _complete(self) -> None:
+        if self.pending <= 0 and self.tx == 0:
+            self.phase += 1
+            self.pending = self.count
+
+    def done(self, parity: int) -> bool:
+        """`mbarrier.try_wait.parity`: the phase of this parity has completed (the current
+        phase has the other parity)."""
+        return self.phase % 2 != parity % 2
+
+
+@dataclass
+class _Barrier:
+    arrived: int = 0
+    generation: int = 0
+
+
+@dataclass
+class BlockSync:
+    """The barriers and mbarriers of one block, and who waits on what."""
+
+    warps: int
+    lock: threading.Condition = field(default_factory=threading.Condition)
+    live: int = 0  # warps that have not exited
+    barriers: dict[int, _Barrier] = field(default_factory=dict)
+    mbarriers: dict[int, MBarrier] = field(default_factory=dict)  # by shared address
+    waiting: dict[int, tuple[Callable[[], bool], str]] = field(default_factory=dict)  # warp -> (ready, what)
+    failed: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        self.live = self.warps
+
+    # --- waiting ------------------------------------------------------------------------------
+
+    def wait_until(self, warp: int, lane: int, ready: Callable[[], bool], what: str) -> None:
+        """Blocks warp `warp` until `ready()` (called with the lock held); `what` says what it
+        waits for and where, for the deadlock report; `lane` is the lane that waits first."""
+        if ready():
+            return
+        self.waiting[warp] = (ready, what)
+        try:
+            while not ready():
+                if isinstance(self.failed, Deadlock):
+                    raise Deadlock(self.failed.message, lane)
+                if self.failed is not None:
+                    raise Stopped
+                self._check_deadlock()
+                if self.failed is None:
+                    self.lock.wait()
+        finally:
+            self.waiting.pop(warp, None)
+
+    def _check_deadlock(self) -> None:
+        """Marks the block deadlocked when every running warp waits on a condition that is false."""
+        if self.live and len(self.waiting) >= self.live and not any(r() for r, _ in self.waiting.values()):
+            waits = "; ".join(f"warp {w} {what}" for w, (_, what) in sorted(self.waiting.items()))
+            self.failed = Deadlock(f"deadlock: every warp of the block waits and none can go on ({waits}); "
+                                   "on the GPU the kernel would hang", 0)
+            self.lock.notify_all()
+
+    def changed(self) -> None:
+        self.lock.notify_all()
+
+    def exited(self) -> None:
+        """A warp has finished: block-wide barriers stop counting it."""
+        with self.lock:
+            self.live -= 1
+            whole = self.barriers.get(0)
+            if whole is not None and whole.arrived and whole.arrived >= self.live:
+                self._release(whole)
+            self.lock.notify_all()
+            if self.failed is None and self.waiting:
+                self._check_deadlock()  # the waiters raise it
+
+    def fail(self, error: BaseException) -> None:
+        with self.lock:
+            if self.failed is None:
+                self.failed = error
+            self.lock.notify_all()
+
+    # --- barriers -----------------------------------------------------------------------------
+
+    def barrier(self, warp: int, lane: int, barrier_id: int, warps: int | None, wait: bool, what: str) -> None:
+        """`bar.sync` (wait) or `bar.arrive` of one warp at `barrier_id`, which completes when
+        `warps` warps have arrived (None: every warp of the block that has not exited)."""
+        with self.lock:
+            b = self.barriers.setdefault(barrier_id, _Barrier())
+            b.arrived += 1
+            expected = self.live if warps is None else warps
+            if b.arrived >= expected:
+                self._release(b)
+                return
+            if wait:
+                generation = b.generation
+                self.wait_until(warp, lane, lambda: b.generation != generation, what)
+
+    def _release(self, b: _Barrier) -> None:
+        b.arrived = 0
+        b.generation += 1
+        self.lock.notify_all()
+
+    # --- mbarriers ----------------------------------------------------------------------------
+
+    def mbarrier(self, address: int, lane: int) -> MBarrier:
+        found = self.mbarriers.get(address)
+        if found is None:
+            raise LaneFault(f"the mbarrier at shared address {address:#x} is used before dsl.mbarrier_init", lane)
+        return found
+
+
+def run_block_by_warps(sync: BlockSync, run_warp: Callable[[int], None]) -> BaseException | None:
+    """Runs `run_warp(w)` for every warp of the block, each in its own thread, and returns the
+    first error one of them raised (None when every warp finished)."""
+    errors: list[BaseException] = []  # in the order they happened
+
+    def body(w: int) -> None:
+        try:
+            run_warp(w)
+        except Stopped:
+            pass
+        except BaseException as err:
+            errors.append(err)
+            sync.fail(err)
+        finally:
+            sync.exited()
+
+    threads = [threading.Thread(target=body, args=(w,), name=f"kdsl-interpreter-warp-{w}", daemon=True)
+               for w in range(sync.warps)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors[0] if errors else None
+
+
+def warp_index(st: Any) -> int:
+    """The warp of the block that `st` runs (one warp per `Lanes` in this mode)."""
+    return int(st.first) // 32
+
+
+def waiting_at(info: Any, what: str) -> str:
+    """How the deadlock report names a wait: "at dsl.barrier() (kernel.py:12)"."""
+    where = f" ({info.where.file.rsplit('/', 1)[-1]}:{info.where.line})" if info.where is not None else ""
+    return f"at {what}{where}"
