@@ -39,6 +39,7 @@ SETTING_FIELDS: dict[str, str] = {
     "debounceMs": "debounce_ms",
     "executeUserCode": "trusted",
     "inlayHints.lineCost": "line_cost",
+    "device": "device",
 }
 
 

@@ -7,8 +7,8 @@ path, when the zygote keeps it warm), reports out, and stderr (fds 1 and 2 point
 
 Two operations: `analyze` runs and compiles the module (`dsl.analyze_source`) and answers
 a `ModuleReport` (sending in full only the function reports the parent does not already
-hold: `lsp.report_wire`); `run` launches one `@dsl.jit` function of it on the GPU
-(`dsl.run_function`: synthesized inputs, median time, bandwidth, the reference check) and
+hold: `lsp.report_wire`); `run` launches one `@dsl.jit` function of it on the request's GPU
+(`dsl.run_function(..., device=N)`: synthesized inputs, median time, bandwidth, the reference check) and
 answers that dict, or, with `"task": "tune"`, tunes one `@dsl.autotune` function
 (`dsl.runtime.tune`) and answers its tables, or, with `"task": "interpret"`, runs the
 function in the interpreter on the CPU (`dsl.interpreter.run.run_function`). A `run` process is always a fresh fork that
@@ -129,8 +129,8 @@ _ENCODER = ReportEncoder()  # this process's memory of the compiled functions it
 
 
 def run_on_gpu(request: dict[str, Any], work: Any = None) -> dict[str, Any]:
-    """`dsl.run_function` (or `work`, called the same way) on the module; every failure becomes
-    `{ok: False, error, message}`.
+    """`dsl.run_function` (or `work`, called the same way) on the module, on the request's
+    `device` (a GPU ordinal, default 0); every failure becomes `{ok: False, error, message}`.
 
     `error` is "no_gpu" when there is no GPU or driver, "error" for anything else that
     stops the run before `run_function` answers (its own answer reports compile, argument
@@ -144,7 +144,10 @@ def run_on_gpu(request: dict[str, Any], work: Any = None) -> dict[str, Any]:
     try:
         with _module_dir_on_path(path):
             source, function = str(request.get("source", "")), str(request.get("function"))
-            return dict((work or dsl.run_function)(source, path, function, target=request.get("target")))
+            device = request.get("device", 0)
+            if work is not None:
+                return dict(work(source, path, function, target=request.get("target")))
+            return dict(dsl.run_function(source, path, function, target=request.get("target"), device=device))
     except NoGPUError as exc:
         return {"ok": False, "error": "no_gpu", "message": str(exc)}
     except MemoryError:

@@ -53,6 +53,7 @@ class Settings:
     trusted: bool = True  # False: static checks only, user code is never executed
     sandbox: str = SANDBOXES[0]  # "strict": runs also get no network (see lsp.sandbox)
     line_cost: bool = False  # inlay hints also show each kernel line's SASS instructions (runs nvdisasm)
+    device: int = 0  # the GPU ordinal "Run on GPU" runs on (cuda:N, after CUDA_VISIBLE_DEVICES)
 
 
 # client key (dotted for nested objects) -> (field, parser)
@@ -88,6 +89,13 @@ def _boolean(value: Any) -> bool:
     return value
 
 
+def _device(value: Any) -> int:
+    """A GPU ordinal: an integer >= 0 (a float like 1.0 is taken, 1.5 is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
+        raise ValueError("expected a GPU ordinal: 0, 1, ...")
+    return int(value)
+
+
 def _sandbox(value: Any) -> str:
     if value not in SANDBOXES:
         raise ValueError("expected " + " or ".join(map(repr, SANDBOXES)))
@@ -106,6 +114,7 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "worker.sandbox": ("sandbox", _sandbox),
     "lineCost": ("line_cost", _boolean),
     "inlayHints.lineCost": ("line_cost", _boolean),
+    "device": ("device", _device),
     "trusted": (_TRUST, None),
     "executeUserCode": (_TRUST, None),
 }

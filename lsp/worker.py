@@ -193,15 +193,16 @@ class AnalysisWorker:
         return await self.run_on_gpu(source, path, function, target, task="interpret")
 
     async def run_on_gpu(self, source: str, path: str, function: str, target: str | None = None,
-                         *, task: str = "run") -> dict[str, Any]:
-        """`dsl.run_function(source, path, function)` in a contained process of its own.
+                         *, task: str = "run", device: int = 0) -> dict[str, Any]:
+        """`dsl.run_function(source, path, function, device=device)` in a contained process of its own.
 
         Answers its dict (`ok, message, median_ms, bandwidth_gbs, correct`, `diagnostics` as
         `Diagnostic.to_dict()`s confined to `path`), or `{ok: False, error, message}` where
         `error` is "no_gpu", "error" (the module or the run raised), or how the process
         failed ("timeout", "memory", "crash", "exit", "sandbox", "internal"). Cancelling
         the call kills the process and everything it started."""
-        request = {"op": "run", "task": task, "source": source, "path": path, "function": function, "target": target}
+        request = {"op": "run", "task": task, "source": source, "path": path, "function": function, "target": target,
+                   "device": device}
         try:
             answer = await self._request(request, path, self.gpu_run_pids)
             if isinstance(answer.get("result"), dict):

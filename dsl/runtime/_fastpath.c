@@ -5,17 +5,28 @@
  *   ArgReader.read(*args, stream) checks PyTorch tensor and scalar arguments against the
  *       specialization (and each tensor's pointer and outer strides against the alignment
  *       its kernels' accesses need) and returns (ptr, shape, strides) per tensor, the
- *       scalars, and the stream handle, all in one flat tuple. No driver call: a CUDA
- *       tensor is device memory by construction.
+ *       scalars, and the stream handle (torch's current one on the tensors' device), all in
+ *       one flat tuple. No driver call: a CUDA tensor is device memory by construction. It
+ *       notes the tensors' device in this thread (`t_device`) for the launches that follow.
  *   Kernel.launch(grid, block, smem, stream, *params) packs the kernel parameters into a
- *       buffer owned by the kernel and calls cuLaunchKernel.
+ *       buffer owned by the kernel and calls cuLaunchKernel with the kernel's function on
+ *       that device: one slot (primary context, CUfunction, shared memory allowed) per
+ *       device, armed by the Python path once it has loaded the module there. When the
+ *       thread's current context is another device's primary context it is pushed over
+ *       and popped after the launch; a thread with none gets the device's.
  *
  * Both only take the common case. Anything else (CuPy or DLPack arrays, a wrong dtype or
- * rank, a non-contiguous or misaligned tensor, a stream object or a handle that is not an
- * unsigned 64-bit value, a kernel not loaded yet in this thread,
- * a value that does not fit its parameter) goes to the Python fallback given at
+ * rank, a non-contiguous or misaligned tensor, tensors on different devices, a device the
+ * specialization was not compiled for, a stream object or a handle that is not an
+ * unsigned 64-bit value, a kernel not loaded yet on the device, a current context kdsl does
+ * not know, a value that does not fit its parameter) goes to the Python fallback given at
  * construction, which does the same work with every check and explains what is wrong.
  * A failed cuLaunchKernel goes to `report`, which raises the launch error.
+ *
+ * Threads: everything here runs holding the GIL and never runs Python code between packing
+ * a kernel's parameter buffer and launching it (parameters are taken only from exact ints
+ * and floats), so threads launching the same kernel on different devices share the buffer
+ * safely; the device of a call is per thread (`t_device`).
  *
  * Optional: when this module is missing (no C compiler at install time) or libcuda cannot
  * be loaded, dsl.runtime uses its pure-Python path. Built against the stable ABI, so one
@@ -32,9 +43,30 @@
 
 typedef int (*cu_launch_kernel_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                   unsigned, void *, void **, void **);
+typedef int (*cu_ctx_get_t)(void **);
+typedef int (*cu_ctx_set_t)(void *);
 
 static cu_launch_kernel_t cu_launch_kernel = NULL;
-static PyObject *s_dtype, *s_shape, *s_is_cuda, *s_data_ptr, *s_stride;
+static cu_ctx_get_t cu_ctx_get_current = NULL, cu_ctx_pop_current = NULL;
+static cu_ctx_set_t cu_ctx_set_current = NULL, cu_ctx_push_current = NULL;
+static PyObject *s_dtype, *s_shape, *s_is_cuda, *s_get_device, *s_data_ptr, *s_stride;
+
+/* The device the arguments last read in this thread are on (-1: none said: no tensor, or
+ * managed memory). Written by ArgReader.read and by the Python reader (`set_device`), read
+ * by the launches of the same launcher call, in the same thread. */
+static _Thread_local long long t_device = -1;
+
+/* Primary contexts kdsl has seen (any device): a launch may push its own over one of these.
+ * Any other current context is the caller's own, and the Python path decides. */
+#define MAX_KNOWN 64
+static void *known_contexts[MAX_KNOWN];
+static int n_known = 0;
+
+static int is_known(void *ctx) {
+    for (int i = 0; i < n_known; i++)
+        if (known_contexts[i] == ctx) return 1;
+    return 0;
+}
 
 #define INT32_MAX_ELEMENTS 0x7FFFFFFFLL
 
@@ -71,10 +103,14 @@ typedef struct {
     Py_ssize_t n_out;
     ArgEntry *entries;
     PyObject *tensor_type;  /* torch.Tensor, or None when torch was not imported */
-    PyObject *stride;       /* torch.Tensor.stride and .data_ptr: calling the unbound */
-    PyObject *data_ptr;     /* methods saves a bound-method object per call */
+    PyObject *stride;       /* torch.Tensor.stride, .data_ptr and .get_device: calling the */
+    PyObject *data_ptr;     /* unbound methods saves a bound-method object per call */
+    PyObject *get_device;
     PyObject *torch_stream; /* torch's current raw stream for a device ordinal, or None */
     PyObject *fallback;
+    unsigned char *accept;  /* per ordinal, whether this specialization runs there; NULL: everywhere */
+    Py_ssize_t n_accept;
+    int single_device;      /* one GPU visible: a CUDA tensor is on device 0 (is_cuda is enough) */
 } ArgReader;
 
 /* 1: read into out[*k..]; 0: not the common case (the caller falls back); -1: error set. */
@@ -108,13 +144,24 @@ static int read_torch(ArgReader *r, ArgEntry *e, PyObject *t, PyObject *out, Py_
         if (extent > INT32_MAX_ELEMENTS) fits = 0;
     }
     if (!fits) { Py_DECREF(shape); Py_DECREF(strides); return 0; }
-    /* One visible GPU (the reader is only built then): a CUDA tensor is on device 0. */
-    PyObject *is_cuda = PyObject_GetAttr(t, s_is_cuda);
-    if (is_cuda == NULL) { Py_DECREF(shape); Py_DECREF(strides); return -1; }
-    int cuda = is_cuda == Py_True;
-    Py_DECREF(is_cuda);
-    if (!cuda) { Py_DECREF(shape); Py_DECREF(strides); return 0; } /* the Python path says why */
-    *device = 0;
+    /* The tensor's device ordinal (-1 for a CPU tensor); tensors on two devices, like a CPU
+     * tensor, are the Python path's to refuse, naming both. With one GPU visible a CUDA
+     * tensor is on device 0, and the cheaper is_cuda says so. */
+    long long ordinal;
+    if (r->single_device) {
+        PyObject *is_cuda = PyObject_GetAttr(t, s_is_cuda);
+        if (is_cuda == NULL) { Py_DECREF(shape); Py_DECREF(strides); return -1; }
+        ordinal = is_cuda == Py_True ? 0 : -1;
+        Py_DECREF(is_cuda);
+    } else {
+        PyObject *dev = PyObject_CallFunctionObjArgs(r->get_device, t, NULL);
+        if (dev == NULL) { Py_DECREF(shape); Py_DECREF(strides); return -1; }
+        ordinal = PyLong_AsLongLong(dev);
+        Py_DECREF(dev);
+        if (ordinal == -1 && PyErr_Occurred()) { Py_DECREF(shape); Py_DECREF(strides); return -1; }
+    }
+    if (ordinal < 0 || (*device >= 0 && ordinal != *device)) { Py_DECREF(shape); Py_DECREF(strides); return 0; }
+    *device = ordinal;
     PyObject *ptr = PyObject_CallFunctionObjArgs(r->data_ptr, t, NULL);
     if (ptr == NULL) { Py_DECREF(shape); Py_DECREF(strides); return -1; }
     /* a null pointer with elements, and a misaligned one, are the Python path's errors */
@@ -163,6 +210,12 @@ static PyObject *reader_read(ArgReader *r, PyObject *const *args, Py_ssize_t nar
         if (ok < 0) { Py_DECREF(out); return NULL; }
         if (ok == 0) { Py_DECREF(out); return call_fallback(r->fallback, args, nargs); }
     }
+    /* a device this specialization was not compiled for (a mixed host): Python says so, and
+     * the jit call then finds the specialization for that device's architecture */
+    if (device >= 0 && r->accept != NULL && (device >= r->n_accept || !r->accept[device])) {
+        Py_DECREF(out);
+        return call_fallback(r->fallback, args, nargs);
+    }
     PyObject *stream = args[r->n];
     PyObject *handle;
     if (stream == Py_None) {
@@ -191,6 +244,7 @@ static PyObject *reader_read(ArgReader *r, PyObject *const *args, Py_ssize_t nar
         return call_fallback(r->fallback, args, nargs);
     }
     PyTuple_SetItem(out, k, handle);
+    t_device = device;
     return out;
 }
 
@@ -201,20 +255,30 @@ static void reader_dealloc(ArgReader *r) {
     Py_XDECREF(r->tensor_type);
     Py_XDECREF(r->stride);
     Py_XDECREF(r->data_ptr);
+    Py_XDECREF(r->get_device);
     Py_XDECREF(r->torch_stream);
     Py_XDECREF(r->fallback);
+    PyMem_Free(r->accept);
     PyObject_Free(r);
     Py_DECREF(tp);
 }
 
 /*
- * ArgReader(entries, tensor_type, torch_stream, fallback): entries is a tuple of
- * ("tensor", torch_dtype, rank, align, nbytes) | ("float" | "int" | "bool" | "other", None, 0, 1, 1).
+ * ArgReader(entries, tensor_type, torch_stream, fallback, accept=None, single_device=False): entries
+ * is a tuple of ("tensor", torch_dtype, rank, align, nbytes) | ("float" | "int" | "bool" | "other",
+ * None, 0, 1, 1); accept is None (every device) or bytes, one per device ordinal, nonzero where
+ * it may run; single_device: only one GPU is visible.
  */
 static PyObject *reader_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs) {
-    PyObject *entries, *tensor_type, *torch_stream, *fallback;
-    if (!PyArg_ParseTuple(args, "O!OOO:ArgReader", &PyTuple_Type, &entries, &tensor_type, &torch_stream, &fallback))
+    PyObject *entries, *tensor_type, *torch_stream, *fallback, *accept = Py_None;
+    int single_device = 0;
+    if (!PyArg_ParseTuple(args, "O!OOO|Op:ArgReader", &PyTuple_Type, &entries, &tensor_type, &torch_stream, &fallback,
+                          &accept, &single_device))
         return NULL;
+    if (accept != Py_None && !PyBytes_Check(accept)) {
+        PyErr_SetString(PyExc_TypeError, "accept must be None or bytes");
+        return NULL;
+    }
     Py_ssize_t n = PyTuple_Size(entries);
     ArgReader *r = PyObject_New(ArgReader, tp);
     if (r == NULL) return NULL;
@@ -227,12 +291,22 @@ static PyObject *reader_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs) 
     r->torch_stream = torch_stream;
     Py_INCREF(fallback);
     r->fallback = fallback;
-    r->stride = r->data_ptr = NULL;
+    r->stride = r->data_ptr = r->get_device = NULL;
+    r->accept = NULL;
+    r->n_accept = 0;
+    r->single_device = single_device;
     if (r->entries == NULL) { Py_DECREF(r); return PyErr_NoMemory(); }
+    if (accept != Py_None) {
+        r->n_accept = PyBytes_Size(accept);
+        r->accept = PyMem_Malloc(r->n_accept > 0 ? r->n_accept : 1);
+        if (r->accept == NULL) { Py_DECREF(r); return PyErr_NoMemory(); }
+        memcpy(r->accept, PyBytes_AsString(accept), (size_t)r->n_accept);
+    }
     if (tensor_type != Py_None) {
         r->stride = PyObject_GetAttr(tensor_type, s_stride);
         r->data_ptr = PyObject_GetAttr(tensor_type, s_data_ptr);
-        if (r->stride == NULL || r->data_ptr == NULL) { Py_DECREF(r); return NULL; }
+        r->get_device = PyObject_GetAttr(tensor_type, s_get_device);
+        if (r->stride == NULL || r->data_ptr == NULL || r->get_device == NULL) { Py_DECREF(r); return NULL; }
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         const char *kind;
@@ -286,6 +360,13 @@ static PyType_Spec reader_spec = {"dsl.runtime._fastpath.ArgReader", sizeof(ArgR
 /* f16 is left to Python: its rounding and range errors are struct's 'e' format. */
 enum { P_U64, P_I64, P_I32, P_U32, P_I16, P_U16, P_I8, P_U8, P_BOOL, P_F32, P_F64, P_BF16, P_UNSUPPORTED };
 
+/* The kernel on one device: NULL function until `arm`. */
+typedef struct {
+    void *ctx;      /* the device's primary context, which the module was loaded into */
+    void *function; /* CUfunction */
+    unsigned long long smem_allowed;
+} Slot;
+
 typedef struct {
     PyObject_HEAD
     Py_ssize_t n;
@@ -293,9 +374,8 @@ typedef struct {
     unsigned char *buf;   /* 8 bytes per parameter, copied by cuLaunchKernel at launch */
     void **ptrs;
     int native;           /* 0 when a parameter type needs the Python packer */
-    void *function;       /* CUfunction; NULL until `arm` */
-    unsigned long thread; /* the thread whose current context loaded `function` */
-    unsigned long long smem_allowed;
+    Slot *slots;          /* by device ordinal */
+    Py_ssize_t n_slots;
     PyObject *fallback;   /* fallback(kernel, grid, block, smem, stream, params) */
     PyObject *report;     /* report(CUresult, grid, block, smem): raises */
 } Kernel;
@@ -318,24 +398,30 @@ static uint16_t bf16_bits(float f) {
     return (uint16_t)((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 }
 
-/* 0 on success; -1 when the value does not fit (the Python packer then explains why). */
+/* 0 on success; -1 when the value does not fit (the Python packer then explains why).
+ * Ints and floats only, read without running Python code (no __index__ or __float__ of
+ * another type), so that no other thread can run between packing and launching. */
 static int pack_one(int code, PyObject *v, unsigned char *slot) {
     long long s;
     unsigned long long u;
     double d;
     switch (code) {
     case P_U64:
+        if (!PyLong_Check(v)) return -1;
         u = PyLong_AsUnsignedLongLong(v);
         if (u == (unsigned long long)-1 && PyErr_Occurred()) return -1;
         memcpy(slot, &u, 8);
         return 0;
     case P_BOOL: {
-        int b = PyObject_IsTrue(v);
-        if (b < 0) return -1;
-        slot[0] = (unsigned char)b;
+        if (!PyLong_Check(v)) return -1;
+        int overflow = 0;
+        long long b = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (b == -1 && PyErr_Occurred()) return -1;
+        slot[0] = (unsigned char)(b != 0 || overflow != 0);
         return 0;
     }
     case P_F32: case P_F64: case P_BF16:
+        if (!PyFloat_Check(v) && !PyLong_CheckExact(v) && !PyBool_Check(v)) return -1;
         d = PyFloat_AsDouble(v);
         if (d == -1.0 && PyErr_Occurred()) return -1;
         if (code == P_F64) memcpy(slot, &d, 8);
@@ -390,6 +476,26 @@ static PyObject *kernel_slow(Kernel *k, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+enum { SWITCH_NONE, SWITCH_SET, SWITCH_PUSH };
+
+/* The slot a launch from this thread takes now (the device its arguments are on; with none
+ * said, the one whose context is current) and how to make its context current; NULL when
+ * the Python path must decide (not armed there, or a current context kdsl does not know). */
+static Slot *slot_now(Kernel *k, long long device, int *how) {
+    void *cur = NULL;
+    if (cu_ctx_get_current(&cur)) return NULL;
+    Slot *slot = NULL;
+    if (device >= 0) {
+        if (device < k->n_slots) slot = &k->slots[device];
+    } else if (cur != NULL) {
+        for (Py_ssize_t i = 0; i < k->n_slots; i++)
+            if (k->slots[i].ctx == cur) { slot = &k->slots[i]; break; }
+    }
+    if (slot == NULL || slot->function == NULL) return NULL;
+    *how = cur == slot->ctx ? SWITCH_NONE : cur == NULL ? SWITCH_SET : is_known(cur) ? SWITCH_PUSH : -1;
+    return *how < 0 ? NULL : slot;
+}
+
 /* launch(grid, block, smem, stream, *params) */
 static PyObject *kernel_launch(Kernel *k, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 4) {
@@ -397,21 +503,30 @@ static PyObject *kernel_launch(Kernel *k, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     unsigned grid[3], block[3];
-    if (k->function == NULL || nargs - 4 != k->n || k->thread != PyThread_get_thread_ident()
-        || !dim3(args[0], grid) || !dim3(args[1], block) || !PyLong_CheckExact(args[2]) || !PyLong_CheckExact(args[3]))
+    int how = SWITCH_NONE;
+    if (!k->native || nargs - 4 != k->n || !dim3(args[0], grid) || !dim3(args[1], block)
+        || !PyLong_CheckExact(args[2]) || !PyLong_CheckExact(args[3]))
         return kernel_slow(k, args, nargs);
+    Slot *slot = slot_now(k, t_device, &how);
+    if (slot == NULL) return kernel_slow(k, args, nargs);
     long long smem = PyLong_AsLongLong(args[2]);
     unsigned long long stream = PyLong_AsUnsignedLongLong(args[3]);
     if (PyErr_Occurred()) { PyErr_Clear(); return kernel_slow(k, args, nargs); }
-    if (smem < 0 || (unsigned long long)smem > k->smem_allowed) return kernel_slow(k, args, nargs);
+    if (smem < 0 || (unsigned long long)smem > slot->smem_allowed) return kernel_slow(k, args, nargs);
     for (Py_ssize_t i = 0; i < k->n; i++) {
         if (pack_one(k->codes[i], args[4 + i], k->buf + 8 * i) < 0) {
             PyErr_Clear();
             return kernel_slow(k, args, nargs);
         }
     }
-    int err = cu_launch_kernel(k->function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+    if ((how == SWITCH_SET && cu_ctx_set_current(slot->ctx)) || (how == SWITCH_PUSH && cu_ctx_push_current(slot->ctx)))
+        return kernel_slow(k, args, nargs); /* the Python path reports what the driver refused */
+    int err = cu_launch_kernel(slot->function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                (unsigned)smem, (void *)(uintptr_t)stream, k->ptrs, NULL);
+    if (how == SWITCH_PUSH) {
+        void *popped = NULL;
+        cu_ctx_pop_current(&popped);
+    }
     if (err) {
         PyObject *code = PyLong_FromLong(err);
         if (code == NULL) return NULL;
@@ -422,30 +537,57 @@ static PyObject *kernel_launch(Kernel *k, PyObject *const *args, Py_ssize_t narg
     Py_RETURN_NONE;
 }
 
-/* arm(function, smem_allowed): later launches from this thread take the native path. */
+/* arm(device, context, function, smem_allowed): later launches on `device` (from any thread)
+ * take the native path; `context` is the device's primary context, holding `function`. */
 static PyObject *kernel_arm(Kernel *k, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "arm(function, smem_allowed)");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "arm(device, context, function, smem_allowed)");
         return NULL;
     }
-    unsigned long long fn = PyLong_AsUnsignedLongLong(args[0]);
-    unsigned long long smem = PyLong_AsUnsignedLongLong(args[1]);
+    long long device = PyLong_AsLongLong(args[0]);
+    unsigned long long ctx = PyLong_AsUnsignedLongLong(args[1]);
+    unsigned long long fn = PyLong_AsUnsignedLongLong(args[2]);
+    unsigned long long smem = PyLong_AsUnsignedLongLong(args[3]);
     if (PyErr_Occurred()) return NULL;
-    if (k->native) {
-        k->function = (void *)(uintptr_t)fn;
-        k->smem_allowed = smem;
-        k->thread = PyThread_get_thread_ident();
+    if (device < 0 || device >= 1024) {
+        PyErr_SetString(PyExc_ValueError, "device ordinal out of range");
+        return NULL;
     }
+    if (!k->native) Py_RETURN_NONE;
+    if (device >= k->n_slots) {
+        Slot *slots = PyMem_Realloc(k->slots, (size_t)(device + 1) * sizeof(Slot));
+        if (slots == NULL) return PyErr_NoMemory();
+        memset(slots + k->n_slots, 0, (size_t)(device + 1 - k->n_slots) * sizeof(Slot));
+        k->slots = slots;
+        k->n_slots = device + 1;
+    }
+    Slot *slot = &k->slots[device];
+    slot->ctx = (void *)(uintptr_t)ctx;
+    slot->smem_allowed = smem;
+    slot->function = (void *)(uintptr_t)fn;
     Py_RETURN_NONE;
 }
 
 static PyObject *kernel_disarm(Kernel *k, PyObject *unused) {
-    k->function = NULL;
+    for (Py_ssize_t i = 0; i < k->n_slots; i++) k->slots[i].function = NULL;
     Py_RETURN_NONE;
 }
 
-static PyObject *kernel_armed(Kernel *k, PyObject *unused) {
-    return PyBool_FromLong(k->function != NULL && k->thread == PyThread_get_thread_ident());
+/* armed(device=-1): whether a launch from this thread on `device` (-1: the device the last
+ * arguments read in this thread are on) would take the native path now. */
+static PyObject *kernel_armed(Kernel *k, PyObject *const *args, Py_ssize_t nargs) {
+    long long device = t_device;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "armed(device=-1)");
+        return NULL;
+    }
+    if (nargs == 1) {
+        long long given = PyLong_AsLongLong(args[0]);
+        if (given == -1 && PyErr_Occurred()) return NULL;
+        if (given >= 0) device = given;
+    }
+    int how = SWITCH_NONE;
+    return PyBool_FromLong(k->native && slot_now(k, device, &how) != NULL);
 }
 
 static void kernel_dealloc(Kernel *k) {
@@ -453,6 +595,7 @@ static void kernel_dealloc(Kernel *k) {
     PyMem_Free(k->codes);
     PyMem_Free(k->buf);
     PyMem_Free(k->ptrs);
+    PyMem_Free(k->slots);
     Py_XDECREF(k->fallback);
     Py_XDECREF(k->report);
     PyObject_Free(k);
@@ -468,9 +611,8 @@ static PyObject *kernel_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs) 
     if (k == NULL) return NULL;
     k->n = n;
     k->native = 1;
-    k->function = NULL;
-    k->thread = 0;
-    k->smem_allowed = 0;
+    k->slots = NULL;
+    k->n_slots = 0;
     k->codes = PyMem_Calloc(n > 0 ? n : 1, 1);
     k->buf = PyMem_Calloc(n > 0 ? n : 1, 8);
     k->ptrs = PyMem_Calloc(n > 0 ? n : 1, sizeof(void *));
@@ -498,9 +640,10 @@ static PyMethodDef kernel_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))kernel_launch, METH_FASTCALL,
      "launch(grid, block, smem, stream, *params): cuLaunchKernel, or the fallback."},
     {"arm", (PyCFunction)(void (*)(void))kernel_arm, METH_FASTCALL,
-     "arm(function, smem_allowed): launch natively from this thread from now on."},
+     "arm(device, context, function, smem_allowed): launch natively on that device from now on."},
     {"disarm", (PyCFunction)kernel_disarm, METH_NOARGS, "Send every launch through the fallback again."},
-    {"armed", (PyCFunction)kernel_armed, METH_NOARGS, "Whether launches from this thread take the native path."},
+    {"armed", (PyCFunction)(void (*)(void))kernel_armed, METH_FASTCALL,
+     "armed(device=-1): whether a launch from this thread on that device takes the native path now."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -519,12 +662,59 @@ static PyType_Spec kernel_spec = {"dsl.runtime._fastpath.Kernel", sizeof(Kernel)
  * Module
  * ------------------------------------------------------------------------------------- */
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastpath", NULL, -1, NULL};
+/* set_device(ordinal): the device the Python reader found this call's arguments on (-1: none). */
+static PyObject *set_device(PyObject *unused, PyObject *arg) {
+    long long device = PyLong_AsLongLong(arg);
+    if (device == -1 && PyErr_Occurred()) return NULL;
+    t_device = device < 0 ? -1 : device;
+    Py_RETURN_NONE;
+}
+
+/* device(): the device of the arguments last read in this thread (-1: none said). */
+static PyObject *get_device(PyObject *unused, PyObject *noargs) {
+    return PyLong_FromLongLong(t_device);
+}
+
+/* set_primary_contexts(handles): the primary contexts a launch may push its own over. */
+static PyObject *set_primary_contexts(PyObject *unused, PyObject *handles) {
+    PyObject *seq = PySequence_Tuple(handles);
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PyTuple_Size(seq);
+    void *found[MAX_KNOWN];
+    int count = 0;
+    for (Py_ssize_t i = 0; i < n && count < MAX_KNOWN; i++) {
+        unsigned long long h = PyLong_AsUnsignedLongLong(PyTuple_GetItem(seq, i));
+        if (PyErr_Occurred()) { Py_DECREF(seq); return NULL; }
+        if (h) found[count++] = (void *)(uintptr_t)h;
+    }
+    Py_DECREF(seq);
+    memcpy(known_contexts, found, sizeof(void *) * (size_t)count);
+    n_known = count;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_device", set_device, METH_O, "set_device(ordinal): this thread's launch device (-1: none said)."},
+    {"device", get_device, METH_NOARGS, "device(): this thread's launch device, as the last argument read found it."},
+    {"set_primary_contexts", set_primary_contexts, METH_O,
+     "set_primary_contexts(handles): the primary contexts a launch may push its own over."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastpath", NULL, -1, module_methods};
 
 typedef int (*cu_get_proc_address_t)(const char *, void **, int, unsigned long long, int *);
 
-/* cuLaunchKernel as the driver hands it out through cuGetProcAddress (what the CUDA
- * runtime and cuda-bindings call), else the exported symbol. */
+/* A driver entry point as the driver hands it out through cuGetProcAddress (what the CUDA
+ * runtime and cuda-bindings call), else the exported symbol `exported`. */
+static void *entry_point(void *lib, cu_get_proc_address_t get_proc, const char *name, const char *exported) {
+    void *fn = NULL;
+    int status = 0;
+    if (get_proc != NULL && get_proc(name, &fn, 12000, 0 /* CU_GET_PROC_ADDRESS_DEFAULT */, &status) == 0 && fn != NULL)
+        return fn;
+    return dlsym(lib, exported);
+}
+
 static int load_driver(void) {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (lib == NULL) {
@@ -532,15 +722,14 @@ static int load_driver(void) {
         return -1;
     }
     cu_get_proc_address_t get_proc = (cu_get_proc_address_t)dlsym(lib, "cuGetProcAddress_v2");
-    if (get_proc != NULL) {
-        void *fn = NULL;
-        int status = 0;
-        if (get_proc("cuLaunchKernel", &fn, 12000, 0 /* CU_GET_PROC_ADDRESS_DEFAULT */, &status) == 0 && fn != NULL)
-            cu_launch_kernel = (cu_launch_kernel_t)fn;
-    }
-    if (cu_launch_kernel == NULL) cu_launch_kernel = (cu_launch_kernel_t)dlsym(lib, "cuLaunchKernel");
-    if (cu_launch_kernel == NULL) {
-        PyErr_SetString(PyExc_ImportError, "cuLaunchKernel not found in libcuda");
+    cu_launch_kernel = (cu_launch_kernel_t)entry_point(lib, get_proc, "cuLaunchKernel", "cuLaunchKernel");
+    cu_ctx_get_current = (cu_ctx_get_t)entry_point(lib, get_proc, "cuCtxGetCurrent", "cuCtxGetCurrent");
+    cu_ctx_set_current = (cu_ctx_set_t)entry_point(lib, get_proc, "cuCtxSetCurrent", "cuCtxSetCurrent");
+    cu_ctx_push_current = (cu_ctx_set_t)entry_point(lib, get_proc, "cuCtxPushCurrent", "cuCtxPushCurrent_v2");
+    cu_ctx_pop_current = (cu_ctx_get_t)entry_point(lib, get_proc, "cuCtxPopCurrent", "cuCtxPopCurrent_v2");
+    if (cu_launch_kernel == NULL || cu_ctx_get_current == NULL || cu_ctx_set_current == NULL
+        || cu_ctx_push_current == NULL || cu_ctx_pop_current == NULL) {
+        PyErr_SetString(PyExc_ImportError, "cuLaunchKernel or the cuCtx*Current calls not found in libcuda");
         return -1;
     }
     return 0;
@@ -551,6 +740,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     s_dtype = PyUnicode_InternFromString("dtype");
     s_shape = PyUnicode_InternFromString("shape");
     s_is_cuda = PyUnicode_InternFromString("is_cuda");
+    s_get_device = PyUnicode_InternFromString("get_device");
     s_data_ptr = PyUnicode_InternFromString("data_ptr");
     s_stride = PyUnicode_InternFromString("stride");
     PyObject *m = PyModule_Create(&module);

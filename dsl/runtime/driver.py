@@ -6,17 +6,24 @@ loaded (or it sees no device), `driver()` raises `NoGPUError` with a plain expla
 
 Contexts: kdsl uses the CUDA *primary* context of a device, the one PyTorch, CuPy and the
 runtime API use, so arrays from those libraries are valid in kdsl launches and the other
-way round. When a context is already current on the calling thread it is used as is.
+way round. A launch on device N runs in the calling thread's current context when that one
+is on device N (PyTorch's, CuPy's, or one the caller made), else in device N's primary
+context (`launch_context`), retained once per process. Switching is `enter` / `leave`: the
+thread's current context is left as it was found (pushed and popped around the work), except
+that a thread with none keeps the one it was given, as the CUDA runtime gives one on first
+use; so `torch.cuda.current_device()` never changes under the caller.
 """
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from dsl.diagnostics import Diagnostic, SourceRange
+from dsl.runtime.devices import current_arch as current_arch
 
 
 class NoGPUError(RuntimeError):
@@ -156,20 +163,32 @@ class Context:
     smem_optin: int
     sm_count: int
     name: str
+    primary: bool = False  # the device's primary context (the only kind the native launch path takes)
 
     @property
     def arch(self) -> str:
         return f"sm_{self.cc[0]}{self.cc[1]}"
 
 
-_contexts: dict[int, Context] = {}
-_primary: dict[int, Any] = {}
+_contexts: dict[int, Context] = {}  # handle -> description; only ever gains complete entries
+_primary: dict[int, Context] = {}  # ordinal -> its primary context, retained for the process
+_context_lock = threading.Lock()  # creates the entries above (driver() takes `_lock` itself)
 _tls = threading.local()
+_count: int | None = None
 
 
-def _describe(handle: Any, key: int) -> Context:
+def device_count() -> int:
+    """GPUs visible to this process (after CUDA_VISIBLE_DEVICES), asked of the driver once."""
+    global _count
+    if _count is None:
+        _count = int(check(driver().cuDeviceGetCount(), "cuDeviceGetCount"))
+    return _count
+
+
+def _describe(handle: Any, ordinal: int, primary: bool) -> Context:
+    """Device `ordinal`'s limits, read through the device (the context need not be current)."""
     drv = driver()
-    dev = check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
+    dev = check(drv.cuDeviceGet(ordinal), f"cuDeviceGet({ordinal})")
     A = drv.CUdevice_attribute
 
     def attr(a: Any) -> int:
@@ -178,39 +197,121 @@ def _describe(handle: Any, key: int) -> Context:
     raw_name = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
     name = raw_name.split(b"\0", 1)[0].decode(errors="replace") if isinstance(raw_name, bytes) else str(raw_name)
     return Context(
-        handle=handle, key=key, device=int(dev),
+        handle=handle, key=int(handle), device=ordinal,
         cc=(attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)),
         smem_per_block=attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK),
         smem_optin=attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
         sm_count=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
-        name=name,
+        name=name, primary=primary,
     )
+
+
+def primary_context(ordinal: int) -> Context:
+    """Device `ordinal`'s primary context, retained once per process (never made current here)."""
+    ctx = _primary.get(ordinal)
+    if ctx is not None:
+        return ctx
+    drv = driver()
+    count = device_count()
+    if not 0 <= ordinal < count:
+        raise DriverError(f"there is no cuda:{ordinal}: {count} GPU{'s are' if count != 1 else ' is'} visible"
+                          " (CUDA_VISIBLE_DEVICES chooses which)", 101, "CUDA_ERROR_INVALID_DEVICE")
+    with _context_lock:
+        ctx = _primary.get(ordinal)
+        if ctx is None:
+            dev = check(drv.cuDeviceGet(ordinal), f"cuDeviceGet({ordinal})")
+            handle = check(drv.cuDevicePrimaryCtxRetain(dev), f"cuDevicePrimaryCtxRetain(cuda:{ordinal})")
+            ctx = _contexts.get(int(handle)) or _describe(handle, ordinal, True)
+            ctx.primary = True
+            _contexts[ctx.key] = ctx
+            _primary[ordinal] = ctx
+    return ctx
+
+
+def primary_contexts() -> tuple[int, ...]:
+    """The handles of the primary contexts seen so far (the native path switches between them)."""
+    return tuple(ctx.key for ctx in list(_primary.values()))
+
+
+def _known(handle: Any, key: int) -> Context:
+    """The description of the thread's current context `handle`, made once per context."""
+    ctx = _contexts.get(key)
+    if ctx is not None:
+        return ctx
+    drv = driver()
+    ordinal = int(check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))
+    # Is it the device's primary context (made by PyTorch, say)? Only asked when that one is
+    # active: retaining an inactive one would create it, device memory and all, to compare.
+    state = drv.cuDevicePrimaryCtxGetState(check(drv.cuDeviceGet(ordinal), "cuDeviceGet"))
+    if not state[0] and len(state) == 3 and state[2] and primary_context(ordinal).key == key:
+        return _primary[ordinal]
+    with _context_lock:
+        ctx = _contexts.get(key)
+        if ctx is None:
+            ctx = _contexts[key] = _describe(handle, ordinal, False)
+    return ctx
+
+
+def _current() -> tuple[Any, int]:
+    handle = check(driver().cuCtxGetCurrent(), "cuCtxGetCurrent")
+    return handle, int(handle) if handle is not None else 0
 
 
 def current_context(device: int | None = None) -> Context:
     """The calling thread's current context, making device `device`'s (default 0) primary
     context current when none is. Cheap after the first call on a thread."""
-    drv = driver()
-    handle = check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    key = int(handle) if handle is not None else 0
+    handle, key = _current()
     if key == 0:
-        ordinal = device or 0
-        handle = _primary.get(ordinal)
-        if handle is None:
-            with _lock:
-                handle = _primary.get(ordinal)
-                if handle is None:
-                    dev = check(drv.cuDeviceGet(ordinal), f"cuDeviceGet({ordinal})")
-                    handle = check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-                    _primary[ordinal] = handle
-        check(drv.cuCtxSetCurrent(handle), "cuCtxSetCurrent")
-        key = int(handle)
-    ctx = _contexts.get(key)
-    if ctx is None:
-        ctx = _describe(handle, key)
-        _contexts[key] = ctx
+        ctx = primary_context(device or 0)
+        check(driver().cuCtxSetCurrent(ctx.handle), "cuCtxSetCurrent")
+    else:
+        ctx = _known(handle, key)
     _tls.ctx = ctx
     return ctx
+
+
+def launch_context(device: int | None) -> Context:
+    """The context a launch on `device` runs in: the thread's current context when it is on
+    that device, else the device's primary one (not made current: see `enter`). None, when
+    no argument says where (no arrays, or only managed memory): the current context."""
+    if device is None:
+        return current_context()
+    handle, key = _current()
+    if key:
+        ctx = _known(handle, key)
+        if ctx.device == device:
+            return ctx
+    return primary_context(device)
+
+
+def enter(ctx: Context) -> bool:
+    """Makes `ctx` current for work that needs it; True when it was pushed (`leave` pops it).
+    A thread with no current context keeps `ctx` current afterwards (nothing to restore)."""
+    drv = driver()
+    _handle, key = _current()
+    if key == ctx.key:
+        return False
+    if key == 0:
+        check(drv.cuCtxSetCurrent(ctx.handle), "cuCtxSetCurrent")
+        return False
+    check(drv.cuCtxPushCurrent(ctx.handle), f"cuCtxPushCurrent(cuda:{ctx.device})")
+    return True
+
+
+def leave() -> None:
+    """Restores the context `enter` pushed over."""
+    check(driver().cuCtxPopCurrent(), "cuCtxPopCurrent")
+
+
+@contextlib.contextmanager
+def on_context(ctx: Context) -> Iterator[Context]:
+    """`with on_context(ctx):` runs the block with `ctx` current (module loads, allocations)."""
+    pushed = enter(ctx)
+    try:
+        yield ctx
+    finally:
+        if pushed:
+            leave()
 
 
 _attributes: dict[tuple[int, str], int] = {}
@@ -226,32 +327,6 @@ def device_attribute(ctx: Context, name: str) -> int:
         dev = check(drv.cuDeviceGet(ctx.device), f"cuDeviceGet({ctx.device})")
         value = _attributes[key] = int(check(drv.cuDeviceGetAttribute(which, dev), f"cuDeviceGetAttribute({name})"))
     return value
-
-
-_COMPUTE_CAPABILITY_MAJOR, _COMPUTE_CAPABILITY_MINOR = 75, 76  # CUdevice_attribute values
-
-
-def current_arch() -> str | None:
-    """The architecture (`sm_90`) of the current context's device (device 0 when no context
-    is current), read from libcuda directly in well under a millisecond; None if that fails.
-
-    A first call needs only this before it compiles, so importing cuda-bindings (~15 ms) can
-    wait for the time ptxas runs. Failures are not reported here: `current_context()`, which
-    every launch goes through, reports them.
-    """
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None
-    ctx, dev, major, minor = ctypes.c_void_p(), ctypes.c_int(0), ctypes.c_int(), ctypes.c_int()
-    if lib.cuInit(0) or lib.cuCtxGetCurrent(ctypes.byref(ctx)):
-        return None
-    if lib.cuCtxGetDevice(ctypes.byref(dev)) if ctx.value else lib.cuDeviceGet(ctypes.byref(dev), 0):
-        return None
-    if (lib.cuDeviceGetAttribute(ctypes.byref(major), _COMPUTE_CAPABILITY_MAJOR, dev)
-            or lib.cuDeviceGetAttribute(ctypes.byref(minor), _COMPUTE_CAPABILITY_MINOR, dev)):
-        return None
-    return f"sm_{major.value}{minor.value}"
 
 
 class DeviceBuffer:

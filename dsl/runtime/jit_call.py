@@ -9,6 +9,13 @@ with the native path, `dsl.runtime._fastpath`).
 
 `stream=` (keyword only) chooses the CUDA stream; see `dsl.runtime.launch`.
 
+Devices: a call compiles for the architecture of the GPU its arrays are on (arrays on two
+devices are refused before compiling: `dsl.runtime.devices`). Where every visible GPU has
+the same architecture (the usual 8-GPU host) one specialization serves them all, each
+device loading its module on first use; on a host of mixed GPUs the architecture is part
+of the specialization's key, and a launcher refuses a device of another architecture, so
+the call comes back here for the right one.
+
 Under `KDSL_INTERPRET=1` or `dsl.interpret()` a call runs in the interpreter instead
 (`dsl.interpreter.jit`); entering `dsl.interpret()` disarms the launchers armed for the fast
 path, so no GPU launcher runs a call meant for the CPU.
@@ -23,6 +30,8 @@ import warnings
 import weakref
 from typing import Any
 
+from dsl.runtime import devices
+from dsl.runtime import driver as _driver
 from dsl.runtime.launch import Runtime
 from dsl.runtime.module import ModuleImage
 
@@ -44,7 +53,7 @@ class _Specialization:
 class _JitState:
     """Per `@jit` function: its parameters and its specializations."""
 
-    __slots__ = ("lock", "names", "scalar", "signature", "specs", "target")
+    __slots__ = ("lock", "names", "scalar", "signature", "specs")
 
     def __init__(self, jit_fn: Any):
         from dsl.compiler.specs import evaluate_annotation
@@ -58,7 +67,6 @@ class _JitState:
         self.scalar = [isinstance(evaluate_annotation(jit_fn.fn, p.annotation), DType)
                        for p in self.signature.parameters.values()]
         self.specs: dict[Any, _Specialization] = {}
-        self.target: str | None = None
         self.lock = threading.Lock()  # one thread compiles a missing specialization; the others wait
 
 
@@ -116,6 +124,15 @@ def _key(state: _JitState, args: tuple, kwargs: dict) -> Any:
     return key
 
 
+def _spec_key(state: _JitState, args: tuple, kwargs: dict) -> Any:
+    """`_key`, and on a host of mixed GPU architectures the architecture of the arguments' device."""
+    key = _key(state, args, kwargs)
+    if devices.mixed_architectures():
+        device = devices.common_device(devices.call_arguments(state.names, args, kwargs), ask_driver=True)
+        key = (key, devices.device_arch(device))
+    return key
+
+
 def state_of(jit_fn: Any) -> _JitState:
     """The function's parameters and specializations (made on first use)."""
     try:
@@ -163,7 +180,7 @@ def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> None:
         if "stream" in kwargs and "stream" not in state.names:
             kwargs = dict(kwargs)
             stream = kwargs.pop("stream")
-    spec = state.specs.get(_key(state, args, kwargs))
+    spec = state.specs.get(_spec_key(state, args, kwargs))
     if spec is None:
         spec = _specialize_once(jit_fn, state, args, kwargs)
     direct = spec.direct
@@ -187,7 +204,7 @@ def specialization(jit_fn: Any, *args: Any, **kwargs: Any) -> _Specialization:
         state = jit_fn._kdsl_state
     except AttributeError:
         state = jit_fn._kdsl_state = _JitState(jit_fn)
-    spec = state.specs.get(_key(state, args, kwargs))
+    spec = state.specs.get(_spec_key(state, args, kwargs))
     return spec if spec is not None else _specialize_once(jit_fn, state, args, kwargs)
 
 
@@ -195,13 +212,13 @@ def _specialize_once(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -
     """The miss path, under the function's lock: a specialization is compiled once even when
     several threads call with it at the same time."""
     with state.lock:
-        spec = state.specs.get(_key(state, args, kwargs))
+        spec = state.specs.get(_spec_key(state, args, kwargs))
         return spec if spec is not None else _specialize(jit_fn, state, args, kwargs)
 
 
 def _specialize(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Specialization:
     spec = _load(jit_fn, state, args, kwargs)
-    state.specs[_key(state, args, kwargs)] = spec
+    state.specs[_spec_key(state, args, kwargs)] = spec
     return spec
 
 
@@ -224,15 +241,16 @@ def launch_specialization(spec: _Specialization, args: tuple, kwargs: dict, stre
 
 
 def _load(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Specialization:
-    from dsl.runtime.driver import current_arch, current_context
     from dsl.targets import TARGETS
 
-    # The architecture straight from libcuda: cuda-bindings then loads while ptxas runs.
-    arch = current_arch() or current_context().arch
-    if state.target is None:
-        state.target = arch if arch in TARGETS else None
-    entry, from_disk, runtime_names = compile_entry(jit_fn, args, kwargs, state.target, gpu_arch=arch)
-    current_context()  # raises here if the GPU cannot be used (nothing was launched yet)
+    # The device the arrays are on (arrays on two devices: refused before compiling), and its
+    # architecture straight from libcuda: cuda-bindings then loads while ptxas runs.
+    device = devices.common_device(devices.call_arguments(state.names, args, kwargs),
+                                   ask_driver=devices.mixed_architectures())
+    arch = devices.device_arch(device) or _driver.launch_context(device).arch
+    target = arch if arch in TARGETS else None
+    entry, from_disk, runtime_names = compile_entry(jit_fn, args, kwargs, target, gpu_arch=arch, device=device)
+    _driver.launch_context(device)  # raises here if the GPU cannot be used (nothing was launched yet)
     for d in entry.diagnostics:
         _warn(d)
     namespace: dict[str, Any] = {}
@@ -243,7 +261,8 @@ def _load(jit_fn: Any, state: _JitState, args: tuple, kwargs: dict) -> _Speciali
     static = {k["symbol"]: (k.get("resources") or {}).get("static_smem", 0) for k in entry.kernels}
     image = ModuleImage(entry.cubin, entry.ptx, static)
     ranges = {sym: SourceRange.from_dict(r) for sym, r in entry.launch_ranges.items()}
-    rt = Runtime(image, ranges, entry.name, namespace.get("TENSOR_ACCESS"))  # absent from older cache entries
+    access = namespace.get("TENSOR_ACCESS")  # absent from older cache entries
+    rt = Runtime(image, ranges, entry.name, access, arch=arch)
     launch = namespace["bind"](rt)
     direct, plan = _plan(state, args, kwargs, runtime_names)
     return _Specialization(launch, rt, direct, plan, entry, from_disk)
@@ -274,36 +293,45 @@ def _plan(state: _JitState, args: tuple, kwargs: dict, runtime_names: list[str])
     return None, plan
 
 
-def _load_driver() -> None:
-    """Loads cuda-bindings and the context while ptxas runs; a failure is reported by the
-    `current_context()` call that follows the compile, not from inside the compiler."""
-    from dsl.runtime.driver import DriverError, NoGPUError, current_context
+def _load_driver(device: int | None = None) -> None:
+    """Loads cuda-bindings and the device's context while ptxas runs; a failure is reported
+    by the `launch_context()` call that follows the compile, not from inside the compiler."""
+    from dsl.runtime.driver import DriverError, NoGPUError, launch_context
 
     try:
-        current_context()
+        launch_context(device)
     except (DriverError, NoGPUError):
         pass
 
 
-def _run_time_options(target: str | None, gpu_arch: str) -> Any:
+def _run_time_options(target: str | None, gpu_arch: str, device: int | None = None) -> Any:
     """How a program's first call compiles: no IR views; the toolkit's ptxas, while the
     driver bindings load, unless the driver's own PTX compiler is wanted."""
+    import functools
+
     from dsl.compiler.build_options import BuildOptions
     from dsl.runtime import driver_assembler
     from dsl.targets import get_target
 
     if driver_assembler.wanted(get_target(target).name, gpu_arch):
-        return BuildOptions(views=False, assembler=driver_assembler.assemble)
-    return BuildOptions(views=False, while_assembling=_load_driver)
+
+        def assemble_on_the_device(ptx: str, arch: str) -> Any:
+            """The driver's PTX compiler with the call's device current: it compiles for that GPU."""
+            with _driver.on_context(_driver.launch_context(device)):
+                return driver_assembler.assemble(ptx, arch)
+
+        return BuildOptions(views=False, assembler=assemble_on_the_device)
+    return BuildOptions(views=False, while_assembling=functools.partial(_load_driver, device))
 
 
-def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None, gpu_arch: str | None = None
-                  ) -> tuple[Any, bool, list[str]]:
+def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None, gpu_arch: str | None = None,
+                  device: int | None = None) -> tuple[Any, bool, list[str]]:
     """(disk-cache entry, whether it came from disk, launcher parameter names) for a call.
 
     Compiles to cubin on a miss and stores the result on disk; needs no GPU. `gpu_arch` is
-    given when a program compiles at its own call: the GPU that will run it (see
-    `_run_time_options`).
+    given when a program compiles at its own call: the GPU that will run it, `device` its
+    ordinal (see `_run_time_options`). The disk cache's key holds the target, so GPUs of
+    different architectures never share an entry.
     """
     from dsl.compiler import cache, disk_cache
     from dsl.compiler.specs import resolve_params
@@ -329,7 +357,7 @@ def compile_entry(jit_fn: Any, args: tuple, kwargs: dict, target: str | None, gp
         from dsl.compiler.api import compile_function  # loads MLIR: only on a cache miss
         from dsl.compiler.build_options import BuildOptions
 
-        options = _run_time_options(target, gpu_arch) if gpu_arch else BuildOptions(views=False)
+        options = _run_time_options(target, gpu_arch, device) if gpu_arch else BuildOptions(views=False)
         compiled, diags = compile_function(jit_fn, args, kwargs, target, until="cubin", options=options)
         errors = [d for d in diags if d.is_error]
         if errors or compiled is None:

@@ -18,10 +18,20 @@ naming the kernel, grid, block and shared memory and pointing at the `.launch(..
 
 Before any launch, the reader checks every argument against the specialization and
 against what the kernels do with it (the launcher's `TENSOR_ACCESS`: alignment, writes),
-asks the driver about every pointer that does not come from PyTorch (`pointers.py`: device
-or managed memory only, cached per allocation) and checks `stream=` (`streams.py`).
-`KDSL_NVTX=1` wraps each launch in an NVTX range named after the kernel, when the `nvtx`
-package (or PyTorch) provides NVTX.
+checks that all arrays are on one device (`devices.py`; two arrays on different devices
+are refused naming both, before any driver call), asks the driver about every pointer that
+does not come from PyTorch (`pointers.py`: device or managed memory only, cached per
+allocation) and checks `stream=` (`streams.py`). `KDSL_NVTX=1` wraps each launch in an
+NVTX range named after the kernel, when the `nvtx` package (or PyTorch) provides NVTX.
+
+Devices: the launch runs on the device its arrays are on, in that device's context
+(`driver.launch_context`: the thread's current one when it is on that device, else the
+primary one, pushed for the launch and popped after), with that device's loaded module
+(one per context, loaded on first use there), limits and current torch / CuPy stream. The
+reader notes the device per thread (in C, `_fastpath.device()`, for the native path too);
+the launches that follow in the same launcher call read it. On a host whose GPUs differ in
+architecture, a specialization takes only the devices it was compiled for: another one is
+an ArgumentError, which sends the jit call to the specialization for that architecture.
 """
 
 from __future__ import annotations
@@ -36,9 +46,10 @@ from typing import Any
 
 from dsl.diagnostics import SourceRange
 from dsl.language.types import SCALAR_TYPES
+from dsl.runtime import devices
 from dsl.runtime import driver as _driver_mod
 from dsl.runtime.dlpack import ArgumentError, check_tensor, torch_dtypes, torch_fast
-from dsl.runtime.driver import DriverError, LaunchError, driver
+from dsl.runtime.driver import DriverError, LaunchError, NoGPUError, driver
 from dsl.runtime.module import DEFAULT_SMEM_LIMIT, ModuleImage
 from dsl.runtime.native import fastpath
 from dsl.runtime.pointers import device_memory
@@ -116,16 +127,12 @@ _single_device: bool | None = None
 
 
 def _context(device: int | None) -> Any:
-    """The context to launch into: the thread's current one (cheap when one GPU is visible)."""
-    ctx = getattr(_driver_mod._tls, "ctx", None)
-    if ctx is not None and _single_device:
-        return ctx
-    ctx = _driver_mod.current_context(device)
-    single_device()
-    if device is not None and ctx.device != device:
-        raise ArgumentError(f"the arguments are on cuda:{device} but the current CUDA context is cuda:"
-                            f"{ctx.device}; make that device current (e.g. torch.cuda.set_device({device}))")
-    return ctx
+    """The context a launch on `device` runs in (`driver.launch_context`). With one GPU
+    visible: the one this thread found current before, without asking the driver again."""
+    if single_device():
+        ctx = getattr(_driver_mod._tls, "ctx", None)
+        return ctx if ctx is not None else _driver_mod.current_context(device)
+    return _driver_mod.launch_context(device)
 
 
 def _torch_tensor() -> Any:
@@ -135,10 +142,11 @@ def _torch_tensor() -> Any:
 
 
 def single_device() -> bool:
-    """Whether one GPU is visible (then every CUDA tensor is on the current context's device)."""
+    """Whether one GPU is visible (then every CUDA tensor is on the current context's device,
+    and a launch never switches contexts)."""
     global _single_device
     if _single_device is None:
-        _single_device = int(_driver_mod.check(driver().cuDeviceGetCount(), "cuDeviceGetCount")) == 1
+        _single_device = _driver_mod.device_count() == 1
     return _single_device
 
 
@@ -160,11 +168,15 @@ class Runtime:
     """
 
     def __init__(self, image: ModuleImage, launch_ranges: dict[str, SourceRange] | None = None, name: str = "",
-                 access: dict[str, tuple] | None = None):
+                 access: dict[str, tuple] | None = None, *, arch: str | None = None):
         self.image = image
         self.name = name
         self.launch_ranges = launch_ranges or {}
         self.access = access or {}  # the launcher's TENSOR_ACCESS: tensor -> (align, needed by, written by)
+        self.arch = arch  # the architecture it was compiled for
+        # On a host of mixed architectures, the devices of `arch` (None: any device).
+        archs = devices.visible_archs() if arch is not None and devices.mixed_architectures() else ()
+        self._accept = frozenset(i for i, a in enumerate(archs) if a == arch) if archs else None
         self._functions: dict[tuple[int, str], Any] = {}
         self._nvtx = _nvtx_ranges()
         self._call = threading.local()  # what one call found out: its device, framework, packers
@@ -180,6 +192,14 @@ class Runtime:
     @_device.setter
     def _device(self, value: int | None) -> None:
         self._call.device = value
+        self._call.device_arg = None  # no argument put it there
+
+    def _launch_device(self) -> int | None:
+        """The device of this thread's current launcher call, as its argument reader found it."""
+        if fastpath is not None:
+            device = fastpath.device()
+            return device if device >= 0 else None
+        return self._device
 
     @property
     def _framework(self) -> str | None:
@@ -209,9 +229,7 @@ class Runtime:
         if fastpath is None:
             return read
         torch = sys.modules.get("torch")
-        # The C reader knows PyTorch only, and only with one visible GPU (it does not compare
-        # the tensors' device with the current context's): otherwise every call goes to Python.
-        native_torch = torch is not None and single_device()
+        native_torch = torch is not None  # the C reader knows PyTorch tensors only
         torch_dtype = torch_dtypes()
         # per tensor: the bytes its pointer and outer strides must be multiples of, its element size
         entries = tuple(
@@ -222,7 +240,15 @@ class Runtime:
         if native_torch and any(e[0] == "tensor" and e[1] is None for e in entries):
             native_torch = False  # a dtype this torch build lacks: Python explains the mismatch
         raw_stream = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None) if torch else None
-        return fastpath.ArgReader(entries, torch.Tensor if native_torch else None, raw_stream, read).read
+        accept = None
+        if self._accept is not None:
+            accept = bytes(i in self._accept for i in range(len(devices.visible_archs())))
+        try:
+            single = single_device()  # then a CUDA tensor is on cuda:0: the C reader need not ask
+        except NoGPUError:
+            single = False
+        return fastpath.ArgReader(entries, torch.Tensor if native_torch else None, raw_stream, read, accept,
+                                  single).read
 
     def kernel(self, symbol: str, codes: tuple, cluster: tuple | None = None) -> Any:
         """`launch(grid, block, smem, stream, *params)` for one kernel of this module."""
@@ -241,47 +267,79 @@ class Runtime:
         self._device = None
         self._framework = None
         out: list[Any] = []
-        for (name, dtype, rank), value in zip(params, args):
-            if rank is None:
-                out.append(self.scalar_arg(value, name, dtype))
-            else:
-                out.extend(self.tensor_arg(value, name, dtype, rank))
-        _context(self._device)  # tensors on another device than the current context: refused here
+        pending: list[tuple[str, int, bool]] = []  # pointers the driver is asked about once all arrays agree
+        try:
+            for (name, dtype, rank), value in zip(params, args):
+                if rank is None:
+                    out.append(self.scalar_arg(value, name, dtype))
+                else:
+                    out.extend(self.tensor_arg(value, name, dtype, rank, pending))
+        except ArgumentError:
+            # a host array next to GPU ones is refused as arrays on two devices, naming both
+            mixed = devices.mixed_error((name, value) for (name, _, rank), value in zip(params, args)
+                                        if rank is not None)
+            if mixed is not None:
+                raise mixed from None
+            raise
+        for name, ptr, placed in pending:
+            ordinal = device_memory(ptr, name)
+            if not placed and ordinal is not None:
+                self._note_device(name, ordinal)
+        device = self._device
+        if self._accept is not None and device is not None and device not in self._accept:
+            archs = devices.visible_archs()
+            raise ArgumentError(f"this specialization of '{self.name}' is compiled for {self.arch}, but its "
+                                f"arguments are on cuda:{device}, an {archs[device] if device < len(archs) else '?'}")
+        if fastpath is not None:
+            fastpath.set_device(-1 if device is None else device)
         stream = args[len(params)]
         if stream is None:
             fw = self._framework
-            out.append(FRAMEWORK_STREAMS[fw](self._device) if fw is not None else 0)
+            out.append(FRAMEWORK_STREAMS[fw](device) if fw is not None else 0)
         else:
             out.append(stream if type(stream) is int and 0 <= stream <= STREAM_MAX else stream_handle(stream))
         return tuple(out)
+
+    def _note_device(self, name: str, device: int) -> None:
+        """Records that tensor `name` is on `device`; one on another device than an earlier
+        tensor is refused, naming both."""
+        if self._device is None:
+            self._call.device = device
+            self._call.device_arg = name
+        elif device != self._device:
+            first = getattr(self._call, "device_arg", None)
+            if first is None:
+                raise ArgumentError(f"argument '{name}' is on cuda:{device}, but the launch runs on "
+                                    f"cuda:{self._device}")
+            raise devices.mixed_devices((first, self._device), (name, device))
 
     def _alignment(self, name: str, dtype: str) -> int:
         """Bytes the data pointer of tensor `name` must be a multiple of (at least its element size)."""
         access = self.access.get(name)
         return max(access[0] if access else 1, _nbytes(dtype))
 
-    def tensor_arg(self, value: Any, name: str, dtype: str, rank: int) -> tuple:
+    def tensor_arg(self, value: Any, name: str, dtype: str, rank: int,
+                   pending: list[tuple[str, int, bool]] | None = None) -> tuple:
+        """(ptr, shape, strides) of tensor argument `name`, checked. A pointer the driver must
+        vouch for is asked about here, or appended to `pending` (with whether the array said
+        its device) for the caller to ask once every argument is read."""
         access = self.access.get(name)
         if type(value) is _torch_tensor():
             fast = torch_fast(value, dtype, rank, self._alignment(name, dtype))
-            if fast is not None:
-                dev = fast[3]
-                if self._device is None:
-                    self._device = dev
-                    self._framework = "torch"
-                    return fast[:3]
-                if dev == self._device:
-                    return fast[:3]
-        ptr, shape, strides, dev, fw = check_tensor(value, name, dtype, rank, self._device, access)
-        if fw != "torch" and ptr and all(shape):  # a CUDA tensor is device memory; others: ask the driver
-            ordinal = device_memory(ptr, name)
-            if dev is None and ordinal is not None:
-                if self._device is not None and ordinal != self._device:
-                    raise ArgumentError(f"argument '{name}' is on cuda:{ordinal}, but the launch runs on "
-                                        f"cuda:{self._device}")
-                dev = ordinal
+            if fast is not None and (self._device is None or fast[3] == self._device):
+                self._note_device(name, fast[3])
+                self._framework = "torch"
+                return fast[:3]
+        ptr, shape, strides, dev, fw = check_tensor(value, name, dtype, rank, None, access)
         if dev is not None:
-            self._device = dev
+            self._note_device(name, dev)
+        if fw != "torch" and ptr and all(shape):  # a CUDA tensor is device memory; others: ask the driver
+            if pending is not None:
+                pending.append((name, ptr, dev is not None))
+            else:
+                ordinal = device_memory(ptr, name)
+                if dev is None and ordinal is not None:
+                    self._note_device(name, ordinal)
         if fw is not None:
             self._framework = fw
         return ptr, shape, strides
@@ -323,8 +381,9 @@ class Runtime:
                                 smem: int, stream: int, values: tuple) -> None:
         """What the C launch does not take; arms it for the next launches when it can."""
         fn = self._launch(symbol, grid, block, smem, stream, None, codes, values)
-        if fn is not None and self._nvtx is None and single_device():
-            native.arm(fn.address, fn.smem_allowed)
+        if fn is not None and self._nvtx is None and fn.ctx.primary:
+            fastpath.set_primary_contexts(_driver_mod.primary_contexts())
+            native.arm(fn.ctx.device, fn.ctx.key, fn.address, fn.smem_allowed)
 
     def _report(self, symbol: str, err: int, grid: tuple, block: tuple, smem: int) -> None:
         self._raise_launch_error(self._drv.CUresult(err), symbol, grid, block, smem)
@@ -333,7 +392,7 @@ class Runtime:
                 cluster: tuple | None, codes: tuple, values: tuple) -> Any:
         """One launch with every check; returns the loaded function, None for an empty grid.
         `stream` is the raw handle the argument reader resolved."""
-        ctx = _context(self._device)
+        ctx = _context(self._launch_device())
         fn = self._functions.get((ctx.key, symbol))
         if fn is None:
             fn = self._load(ctx, symbol, grid, block, smem)
@@ -357,6 +416,7 @@ class Runtime:
         nvtx = self._nvtx
         if nvtx is not None:
             nvtx[0](symbol)
+        pushed = not _single_device and _driver_mod.enter(ctx)  # another device's context was current
         try:
             try:
                 if cluster is None:
@@ -367,6 +427,8 @@ class Runtime:
             except (OverflowError, TypeError, ValueError) as exc:
                 raise self._error(str(exc), symbol, grid, block, smem) from None
         finally:
+            if pushed:
+                _driver_mod.leave()
             if nvtx is not None:
                 nvtx[1]()
         if err:
@@ -374,9 +436,9 @@ class Runtime:
         return fn
 
     def device_attribute(self, name: str) -> int:
-        """`dsl.device_attribute(name)` in a launcher: of the device the arguments are on (the
-        current context's), read from the driver once per context."""
-        ctx = _context(self._device)
+        """`dsl.device_attribute(name)` in a launcher: of the device the arguments are on,
+        read from the driver once per context."""
+        ctx = _context(self._launch_device())
         value = self._attributes.get((ctx.key, name))
         if value is None:
             value = self._attributes[(ctx.key, name)] = _driver_mod.device_attribute(ctx, name)
@@ -452,7 +514,8 @@ class Runtime:
                 symbol, grid, block, smem)
         if smem > DEFAULT_SMEM_LIMIT - fn.static_smem:
             try:
-                fn.allow_smem(smem)
+                with _driver_mod.on_context(fn.ctx):
+                    fn.allow_smem(smem)
             except DriverError as err:
                 raise self._error(str(err), symbol, grid, block, smem, err.code, err.name) from None
 

@@ -1,5 +1,10 @@
 """Loading a compiled function's kernels into a CUDA context, once per context.
 
+One context per device in practice (its primary context, or the caller's own), so each GPU
+of a host gets its own module, loaded lazily by the first launch there, with that device
+made current for the load (`driver.on_context`). Loads and function lookups happen under
+the image's lock, once each; launches read the loaded handles without one.
+
 The cubin from ptxas is loaded with `cuModuleLoadData`. If the driver rejects it (a cubin
 from a newer ptxas than the driver knows, or one built for another architecture), the
 PTX is loaded instead and the driver compiles it. Kernels asking for more than 48 KiB of
@@ -12,7 +17,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from dsl.runtime.driver import Context, DriverError, check, driver
+from dsl.runtime.driver import Context, DriverError, check, driver, on_context
 
 # Errors after which loading the PTX (driver JIT) may succeed where the cubin did not.
 _RETRY_WITH_PTX = {
@@ -20,6 +25,7 @@ _RETRY_WITH_PTX = {
     "CUDA_ERROR_INVALID_PTX", "CUDA_ERROR_INVALID_SOURCE", "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED",
 }
 DEFAULT_SMEM_LIMIT = 48 * 1024
+_smem_lock = threading.Lock()  # one thread at a time raises a kernel's shared-memory limit
 
 
 class LoadedFunction:
@@ -40,12 +46,16 @@ class LoadedFunction:
         return self.ctx.smem_optin - self.static_smem
 
     def allow_smem(self, smem: int) -> None:
-        """Raises the kernel's dynamic shared-memory limit to `smem` (caller checked the max)."""
+        """Raises the kernel's dynamic shared-memory limit to `smem` (caller checked the max);
+        never lowers it, whichever thread asks first."""
         drv = driver()
-        check(drv.cuFuncSetAttribute(
-            self.handle, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
-            f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={smem}) for '{self.symbol}'")
-        self.smem_allowed = smem
+        with _smem_lock:
+            if smem <= self.smem_allowed:
+                return
+            check(drv.cuFuncSetAttribute(
+                self.handle, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
+                f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={smem}) for '{self.symbol}'")
+            self.smem_allowed = smem
 
 
 class ModuleImage:
@@ -67,17 +77,22 @@ class ModuleImage:
             with self._lock:
                 funcs = self._functions.get(ctx.key)
                 if funcs is None:
-                    self._modules[ctx.key] = self._load(ctx)
+                    with on_context(ctx):  # cuModuleLoadData loads into the current context
+                        self._modules[ctx.key] = self._load(ctx)
                     funcs = self._functions[ctx.key] = {}
         return funcs
 
     def function(self, ctx: Context, symbol: str) -> LoadedFunction:
+        """Kernel `symbol` in `ctx`: one `LoadedFunction` per context, whichever thread asks."""
         funcs = self.functions(ctx)
         fn = funcs.get(symbol)
         if fn is None:
-            handle = check(driver().cuModuleGetFunction(self._modules[ctx.key], symbol.encode()),
-                           f"cuModuleGetFunction('{symbol}')")
-            fn = funcs[symbol] = LoadedFunction(handle, symbol, self._static_smem(handle, symbol), ctx)
+            with self._lock:
+                fn = funcs.get(symbol)
+                if fn is None:
+                    handle = check(driver().cuModuleGetFunction(self._modules[ctx.key], symbol.encode()),
+                                   f"cuModuleGetFunction('{symbol}')")
+                    fn = funcs[symbol] = LoadedFunction(handle, symbol, self._static_smem(handle, symbol), ctx)
         return fn
 
     def _static_smem(self, handle: Any, symbol: str) -> int:

@@ -21,6 +21,11 @@ tensors replaced by NumPy copies of the GPU inputs taken before the run. It eith
 Comparison: relative L2 error ||out - ref|| / ||ref|| at most 1e-4 for f32/f64 (2e-2 for
 f16/bf16), NaNs must match; integers and bools exactly.
 
+Device: `device=N` runs on GPU N (`cuda:N`, after CUDA_VISIBLE_DEVICES), default 0: its
+primary context is made current for the run (and the caller's restored after it), so the
+inputs are allocated, the kernels launched and the events recorded there. A device that
+does not exist is the answer's message, not an exception.
+
 Timing: CUDA events around each call after warm-up; `median_ms` is the median per call.
 `bandwidth_gbs` counts every tensor argument's bytes once (an input is read once, an
 output written once); an argument that is read and written is counted once, so for such
@@ -32,7 +37,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from dsl.runtime.driver import DeviceBuffer, check, current_context, driver
+from dsl.runtime.driver import DeviceBuffer, DriverError, check, device_count, driver, on_context, primary_context
 
 DEFAULT_1D = 1 << 20
 DEFAULT_2D = (4096, 4096)
@@ -188,23 +193,43 @@ def compare_to_reference(out: Any, ref: Any) -> tuple[bool, str]:
 
 
 def run_function(source: str, path: str, function: str, *, target: str | None = None,
-                 repeat: int | None = None) -> dict[str, Any]:
-    """Runs `function` (a `@dsl.jit` function defined in `source`) on the GPU.
+                 repeat: int | None = None, device: int = 0) -> dict[str, Any]:
+    """Runs `function` (a `@dsl.jit` function defined in `source`) on GPU `device`.
 
     Returns {ok, message, median_ms, bandwidth_gbs, correct}; `correct` is None when no
-    reference is declared. Raises `NoGPUError` when there is no GPU.
+    reference is declared; the message names the device (`on cuda:1 (NVIDIA H200)`). Raises
+    `NoGPUError` when there is no GPU.
     """
+    result: dict[str, Any] = {"ok": False, "message": "", "median_ms": None, "bandwidth_gbs": None, "correct": None}
+    if isinstance(device, bool) or not isinstance(device, int) or device < 0:
+        result["message"] = f"device must be a GPU ordinal (0, 1, ...), not {device!r}"
+        return result
+    count = device_count()  # NoGPUError before anything else
+    if device >= count:
+        visible = f"cuda:0 to cuda:{count - 1}" if count > 1 else "cuda:0"
+        result["message"] = (f"there is no cuda:{device}: {count} GPU{'s are' if count != 1 else ' is'} visible "
+                             f"({visible}; CUDA_VISIBLE_DEVICES chooses which)")
+        return result
+    try:
+        ctx = primary_context(device)
+    except DriverError as err:
+        result["message"] = str(err)
+        return result
+    with on_context(ctx):
+        return _run_on(ctx, result, source, path, function, target, repeat)
+
+
+def _run_on(ctx: Any, result: dict[str, Any], source: str, path: str, function: str, target: str | None,
+            repeat: int | None) -> dict[str, Any]:
+    """`run_function` with `ctx` current."""
     import numpy as np
 
     from dsl.diagnostics import CompileError
     from dsl.language.decorators import JitFunction, KernelFunction
     from dsl.module_analysis import run_module
     from dsl.runtime.dlpack import ArgumentError
-    from dsl.runtime.driver import DriverError
     from dsl.runtime.jit_call import specialization
 
-    result: dict[str, Any] = {"ok": False, "message": "", "median_ms": None, "bandwidth_gbs": None, "correct": None}
-    ctx = current_context()  # NoGPUError before anything else
     namespace, diags = run_module(source, path)
     fn = namespace.get(function)
     if isinstance(fn, KernelFunction):
@@ -262,7 +287,8 @@ def run_function(source: str, path: str, function: str, *, target: str | None = 
         verdict = {True: "matches the reference", False: "DIFFERS from the reference", None: detail}[correct]
         if correct is not None:
             verdict += f" ({detail})"
-        result["message"] = (f"{head}{function} on {ctx.name}: {median * 1e3:.1f} us median over {len(times)} runs"
+        result["message"] = (f"{head}{function} on cuda:{ctx.device} ({ctx.name}): {median * 1e3:.1f} us median over "
+                             f"{len(times)} runs"
                              f"{bw}; {verdict}" + (" [loaded from the disk cache]" if spec.loaded_from_disk else ""))
     except CompileError as err:
         result["message"] = "compile failed:\n" + "\n".join(d.format() for d in err.diagnostics)

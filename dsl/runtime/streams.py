@@ -9,7 +9,8 @@ int beyond 64 bits, a stream object whose handle is one of those) is refused wit
 driver would dereference.
 
 Without `stream=`, a launch whose tensors come from PyTorch or CuPy goes on that library's
-current stream (read only if the library is already imported), else on the default stream.
+current stream on the tensors' device (read only if the library is already imported), else
+on the default stream (of the context the launch runs in).
 """
 
 from __future__ import annotations
@@ -86,7 +87,15 @@ def torch_stream(device: int | None) -> int:
 
 
 def cupy_stream(device: int | None) -> int:
-    return sys.modules["cupy"].cuda.get_current_stream().ptr
+    """CuPy's current stream on `device` (CuPy's current device when None)."""
+    cuda = sys.modules["cupy"].cuda
+    if device is None:
+        return cuda.get_current_stream().ptr
+    try:
+        return cuda.get_current_stream(device).ptr  # CuPy 12 and later take the device
+    except TypeError:
+        with cuda.Device(device):
+            return cuda.get_current_stream().ptr
 
 
 FRAMEWORK_STREAMS = {"torch": torch_stream, "cupy": cupy_stream}

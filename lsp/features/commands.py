@@ -4,7 +4,8 @@ Each shows work-done progress and stops when the client cancels, either the requ
 progress (a cancelled progress still answers: `{ok: false, message: "NAME: cancelled"}`).
 `kdsl.compile` answers `{message}` with the resource summary from the compiler tier (the
 report for the current version of the buffer). `kdsl.run` launches the function
-on the GPU through `dsl.run_function`, as an operation of the analysis worker (a contained
+on the GPU through `dsl.run_function` (on the `device` setting's GPU, `kdsl.device` in VS
+Code, default 0), as an operation of the analysis worker (a contained
 process of its own, under the worker's time limit; cancelling kills it and everything it
 started), and answers its median time, bandwidth and correctness, or says plainly that no
 GPU or driver is present. `kdsl.runOnCpu` runs the function in the interpreter instead
@@ -128,7 +129,7 @@ async def run_function(ls: KdslLanguageServer, uri: str, name: str) -> dict[str,
     if isinstance(document, dict):
         return document
     text, path = document
-    result = await ls.worker().run_on_gpu(text, path, name, ls.settings.target)
+    result = await ls.worker().run_on_gpu(text, path, name, ls.settings.target, device=ls.settings.device)
     if result.get("error") == "no_gpu":
         first = not gpu_run.no_gpu_seen()
         gpu_run.note_no_gpu()

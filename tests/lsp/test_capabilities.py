@@ -37,6 +37,7 @@ EXPECTED = {
         "debounceMs": 300,
         "executeUserCode": True,
         "inlayHints.lineCost": False,
+        "device": 0,
     },
     "choices": {
         "target": ["", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"],

@@ -14,6 +14,8 @@ export const SECTION = 'kdsl';
 export interface KdslSettings {
   /** A GPU architecture such as `sm_90`, or '' for the server's choice. */
   target: string;
+  /** The GPU ordinal "Run on GPU" runs on (`cuda:N`). */
+  device: number;
   workerTimeoutSeconds: number;
   workerMemoryLimitMb: number;
   /** How the worker contains each run (one of package.json's `kdsl.worker.sandbox` enum). */
@@ -28,6 +30,7 @@ export interface KdslSettings {
 /** Keys (relative to the `kdsl` section) read from the configuration, and the field each fills. */
 export const SETTING_FIELDS = {
   target: 'target',
+  device: 'device',
   'worker.timeoutSeconds': 'workerTimeoutSeconds',
   'worker.memoryLimitMb': 'workerMemoryLimitMb',
   'worker.sandbox': 'workerSandbox',
@@ -45,6 +48,7 @@ export type RawSettings = Partial<Record<SettingKey, unknown>>;
 /** The options the server expects in `initialize` and `workspace/didChangeConfiguration`. */
 export interface InitializationOptions {
   target: string;
+  device: number;
   timeoutSeconds: number;
   memoryLimitMb: number;
   sandbox: string;
@@ -90,6 +94,7 @@ function oneOf(value: unknown, choices: readonly string[] | undefined): string |
 const READERS: Record<SettingKey, Reader> = {
   // Any name: the server knows its targets (a newer one may know more than package.json's enum).
   target: trimmed,
+  device: (v) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined),
   'worker.timeoutSeconds': positiveNumber,
   'worker.memoryLimitMb': (v) => round(positiveNumber(v)),
   'worker.sandbox': oneOf,
@@ -156,6 +161,7 @@ export function readSettings(get: (key: SettingKey) => unknown): KdslSettings {
 export function toInitializationOptions(settings: KdslSettings, workspaceTrusted: boolean): InitializationOptions {
   return {
     target: settings.target,
+    device: settings.device,
     timeoutSeconds: settings.workerTimeoutSeconds,
     memoryLimitMb: settings.workerMemoryLimitMb,
     sandbox: settings.workerSandbox,

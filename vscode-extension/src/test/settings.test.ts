@@ -21,6 +21,7 @@ describe('parseSettings', () => {
   it('returns the defaults for an empty or missing object', () => {
     const expected = {
       target: '',
+      device: 0,
       workerTimeoutSeconds: 10,
       workerMemoryLimitMb: 4096,
       workerSandbox: 'standard',
@@ -39,6 +40,7 @@ describe('parseSettings', () => {
     assert.deepEqual(
       parseSettings({
         target: 'sm_90',
+        device: 3,
         'worker.timeoutSeconds': 2.5,
         'worker.memoryLimitMb': 1024,
         'worker.sandbox': 'strict',
@@ -49,6 +51,7 @@ describe('parseSettings', () => {
       }),
       {
         target: 'sm_90',
+        device: 3,
         workerTimeoutSeconds: 2.5,
         workerMemoryLimitMb: 1024,
         workerSandbox: 'strict',
@@ -64,6 +67,7 @@ describe('parseSettings', () => {
     assert.deepEqual(
       parseSettings({
         target: 90,
+        device: 1.5,
         'worker.timeoutSeconds': -1,
         'worker.memoryLimitMb': Number.NaN,
         'worker.sandbox': 'off',
@@ -78,6 +82,8 @@ describe('parseSettings', () => {
     assert.equal(parseSettings({ 'worker.timeoutSeconds': Infinity }).workerTimeoutSeconds, 10);
     assert.equal(parseSettings({ debounceMs: -5 }).debounceMs, 300);
     assert.equal(parseSettings({ target: null }).target, '');
+    assert.equal(parseSettings({ device: -1 }).device, 0);
+    assert.equal(parseSettings({ device: '1' }).device, 0);
   });
 
   it('rounds the memory limit and the debounce delay to integers', () => {
@@ -144,6 +150,7 @@ describe('readSettings', () => {
 describe('toInitializationOptions', () => {
   const settings = parseSettings({
     target: 'sm_89',
+    device: 1,
     'worker.timeoutSeconds': 30,
     'worker.memoryLimitMb': 2048,
     'worker.sandbox': 'strict',
@@ -153,6 +160,7 @@ describe('toInitializationOptions', () => {
   it('maps the settings to the server names', () => {
     assert.deepEqual(toInitializationOptions(settings, true), {
       target: 'sm_89',
+      device: 1,
       timeoutSeconds: 30,
       memoryLimitMb: 2048,
       sandbox: 'strict',
