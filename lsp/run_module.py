@@ -109,8 +109,9 @@ def serve(request: dict[str, Any], on_progress: Any = None, on_traced: Any = Non
     try:
         record = ModuleRun()
         with _module_dir_on_path(path):
+            until = "ptx" if request.get("assemble") is False else "cubin"  # lint assembles many at once
             report = dsl.analyze_source(str(request.get("source", "")), path, target=request.get("target"),
-                                        views=request.get("views") is not False, record=record,
+                                        until=until, views=request.get("views") is not False, record=record,
                                         on_progress=on_progress, on_traced=traced)
         imported = None if record.import_failed else record.imported
         return {"report": _ENCODER.encode(report, known, imported)}

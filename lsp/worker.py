@@ -105,7 +105,9 @@ class AnalysisWorker:
     `parallel` runs go at a time (more wait in the zygote); `keep_warm` run processes stay
     alive for the next version of their path (0 forks afresh for every request, as lint
     does). `sandbox="strict"` adds user and network namespaces (see `lsp.sandbox`).
-    `views=False` asks for reports without stage texts (lint needs only diagnostics).
+    `views=False` asks for reports without stage texts (lint needs only diagnostics);
+    `assemble=False` for reports compiled to PTX only, whose kernels' resources the caller
+    finds itself (lint assembles many files' PTX in one ptxas run: `dsl.compiler.batch_assembly`).
     `analyze` never raises for anything user code does.
     """
 
@@ -118,6 +120,7 @@ class AnalysisWorker:
         keep_warm: int = 4,
         sandbox: str = SANDBOXES[0],
         views: bool = True,
+        assemble: bool = True,
         python: str = sys.executable,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
@@ -139,6 +142,7 @@ class AnalysisWorker:
         self._ids = itertools.count(1)
         self._start_lock = asyncio.Lock()
         self.views = views
+        self.assemble = assemble
         self._known: OrderedDict[str, dict[str, FunctionReport]] = OrderedDict()  # path -> by digest
         self.restarts = 0  # zygotes started after the first; tests and logs read it
         self.run_pids: dict[str, int] = {}  # path -> the run process that last took it
@@ -238,7 +242,7 @@ class AnalysisWorker:
         # The function reports held for this path: the run process sends only the others.
         known = self._known.get(path, {})
         request = {"op": "analyze", "source": source, "path": path, "target": target, "views": self.views,
-                   "known": list(known)}
+                   "assemble": self.assemble, "known": list(known)}
         answer = await self._request(request, path, self.run_pids, on_traced)
         if "report_line" in answer:
             try:

@@ -36,7 +36,8 @@ Protocol with the parent, one JSON object per line:
 
     zygote -> parent  {"ready": true, "pid": 123}                                      once
     parent -> zygote  {"id": 1, "op": "analyze", "source": "...", "path": "...", "target": null,
-                       "views": true, "known": ["<digest>", ...]}  (lsp.report_wire)
+                       "views": true, "assemble": true, "known": ["<digest>", ...]}  (lsp.report_wire;
+                       "assemble": false: compiled to PTX only, lint assembles it)
     parent -> zygote  {"id": 2, "op": "run", "source": "...", "path": "...", "function": "f", "target": null}
     zygote -> parent  {"id": 1, "started": 456}                     when a run process takes it
     zygote -> parent  {"id": 1, "progress": true}         an analysis finished a step (limit restarts)

@@ -24,6 +24,7 @@ from dsl.compiler.artifacts import CompiledFunction, KernelInfo
 from dsl.compiler.build_options import BuildOptions
 from dsl.compiler.float_flags import float_flags
 from dsl.compiler.pipeline import Build, StageError, attach_error_collector, run_pipeline
+from dsl.compiler.resource_checks import resource_diagnostics
 from dsl.compiler.specs import resolve_params
 from dsl.diagnostics import CompileError, Diagnostic, DiagnosticError, DiagnosticSink, DiagnosticWarning, SourceRange
 from dsl.frontend import ops, trace_facts
@@ -32,7 +33,7 @@ from dsl.frontend.params import ParamSpec
 from dsl.frontend.source import FunctionSource, function_source
 from dsl.frontend.static_checks import check_hints, check_known_block_size, decorator_info
 from dsl.language.decorators import JitFunction, KernelFunction
-from dsl.targets import TARGETS, Target, get_target, theoretical_occupancy
+from dsl.targets import TARGETS, Target, get_target
 
 _CONTEXTS = threading.local()
 
@@ -373,27 +374,14 @@ def _describe_kernels(compiled: CompiledFunction, traced: list[TracedKernel], la
     """Each kernel's resources and occupancy, with the spill (DSL501) and occupancy (DSL502)
     diagnostics they call for."""
     for k in traced:
+        kernel = KernelInfo(k.symbol, k.source_name, k.block, k.dynamic_smem, None, access.get(k.symbol, {}),
+                            k.def_range, k.blocks_per_sm)
+        compiled.kernels.append(kernel)
         res = build.resources.get(k.symbol)
         if res is not None:
-            res.dynamic_smem = k.dynamic_smem
-            block = k.block
-            if block is not None:
-                threads = block[0] * block[1] * block[2]
-                res.block_threads = threads
-                res.occupancy = theoretical_occupancy(tgt, threads, res.registers, res.static_smem + k.dynamic_smem)
-            if res.spill_stores or res.spill_loads:
-                sink.add(Diagnostic.make(
-                    "DSL501", f"kernel '{k.symbol}' spills registers: {res.spill_stores} bytes stored, "
-                    f"{res.spill_loads} bytes loaded ({res.registers} registers)", k.def_range))
-        compiled.kernels.append(KernelInfo(k.symbol, k.source_name, k.block, k.dynamic_smem, res,
-                                           access.get(k.symbol, {})))
-        for launch in launches:
-            if (launch.kernel is k and res is not None and res.occupancy is not None and res.occupancy < 0.5
-                    and k.blocks_per_sm is None):  # a declared minnctapersm says the occupancy is chosen
-                sink.add(Diagnostic.make(
-                    "DSL502", f"theoretical occupancy of '{k.symbol}' is {res.occupancy:.0%} with block "
-                    f"{list(k.block)} ({res.registers} registers, {res.static_smem + k.dynamic_smem} bytes smem)",
-                    launch.range))
+            for d in resource_diagnostics(kernel, res, [launch.range for launch in launches if launch.kernel is k],
+                                          tgt):
+                sink.add(d)
 
 
 def compile(fn: Any, *args: Any, target: str | None = None, **kwargs: Any) -> CompiledFunction:

@@ -90,6 +90,8 @@ class KernelInfo(Record):
     dynamic_smem: int
     resources: Resources | None = None
     access: dict[str, TensorAccess] = field(default_factory=dict)  # tensor parameter -> its accesses
+    def_range: SourceRange | None = None  # the kernel's name in its `def` (where DSL501 points)
+    blocks_per_sm: int | None = None  # a declared `minnctapersm`: the occupancy is chosen, not reported
 
 @dataclass(frozen=True)
 class LaunchFact(Record):

@@ -66,7 +66,7 @@ def relocate_entry(entry: Entry, file: str, delta: int) -> Entry | None:
     moved_compiled.stages = stages
     moved_compiled.source_maps = relocate(compiled.source_maps, file, file, delta)
     moved_compiled.diagnostics = relocate(compiled.diagnostics, file, file, delta)
-    moved_compiled.kernels = list(compiled.kernels)
+    moved_compiled.kernels = relocate(compiled.kernels, file, file, delta)
     moved_compiled.launches = [_launch(launch, file, delta) for launch in compiled.launches]
     cubin_shift = dict(compiled.cubin_line_shift)
     cubin_shift[file] = cubin_shift.get(file, 0) + delta

@@ -46,10 +46,13 @@ def make_worker(
     memory_mb: int = DEFAULT_MEMORY_MB,
     sandbox: str = "standard",
     views: bool = True,
+    assemble: bool = True,
 ) -> AnalysisWorker:
-    """Lint's worker: `count` runs at a time, each in a fresh process (`keep_warm=0`)."""
+    """Lint's worker: `count` runs at a time, each in a fresh process (`keep_warm=0`);
+    `assemble=False`: the runs stop at PTX (`lsp.lint.assembly` assembles it)."""
     return AnalysisWorker(
-        timeout=timeout, memory_mb=memory_mb, parallel=count, keep_warm=0, sandbox=sandbox, views=views
+        timeout=timeout, memory_mb=memory_mb, parallel=count, keep_warm=0, sandbox=sandbox, views=views,
+        assemble=assemble,
     )
 
 

@@ -7,10 +7,12 @@ never sent to a worker. A file whose result is kept in the cache (`lsp.lint.cach
 text, dependencies, options and toolchain: `lsp.result_cache`) is neither checked nor run
 again.
 
-Without views: lint asks the worker for reports without stage texts or source maps, which
-it never shows. The diagnostics are the editor's, computed the same way; only a failure in
-translating to LLVM IR, a stage that needs the views, then shows as PTX generation failing
-(DSL402 either way).
+Without views, without ptxas: lint asks the worker for reports without stage texts or
+source maps, which it never shows, compiled to PTX only; `lsp.lint.assembly` then finds the
+kernels' resources for many files in one ptxas run and adds the diagnostics they call for.
+The diagnostics are the editor's, computed the same way; only a failure in translating to
+LLVM IR, a stage that needs the views, then shows as PTX generation failing (DSL402 either
+way).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dsl.compiler.artifacts import ModuleReport
 from dsl.diagnostics import Diagnostic
 from lsp import result_cache
 from lsp.analysis import filter_codes, merge, read_source, static_diagnostics
+from lsp.lint.assembly import Assembler
 from lsp.lint.config import LintConfig
 from lsp.lint.pool import analyze_all, job_count, make_worker
 
@@ -94,8 +97,10 @@ async def _lint_files(paths: Sequence[Path], config: LintConfig, on_done: Callab
         if source is None or result.cached:
             on_done(path)
     todo = {r.path: r.source for r in results.values() if r.source is not None and not r.cached}
-    worker = make_worker(job_count(config.jobs, len(todo)), timeout=config.timeout,
-                         memory_mb=config.memory_limit_mb, sandbox=config.sandbox, views=False)
+    jobs = job_count(config.jobs, len(todo))
+    worker = make_worker(jobs, timeout=config.timeout, memory_mb=config.memory_limit_mb, sandbox=config.sandbox,
+                         views=False, assemble=False)
+    assembler = Assembler(jobs, on_done, timeout=config.timeout, memory_mb=config.memory_limit_mb)
 
     def keep(path: str, imported: list[str] | None) -> None:
         if path in keys:
@@ -114,10 +119,11 @@ async def _lint_files(paths: Sequence[Path], config: LintConfig, on_done: Callab
                 keep(path, [])
                 on_done(path)
 
-        def finished(path: str, _report: ModuleReport) -> None:
-            on_done(path)
+        def finished(path: str, report: ModuleReport) -> None:
+            assembler.add(path, report)  # the file is done once its PTX is assembled
 
         analyses = await analyze_all(runnable, worker=worker, target=config.target, on_done=finished)
+        await assembler.finish()
         for path, analysis in analyses.items():
             results[path].diagnostics = merge(results[path].diagnostics, analysis.report)
             keep(path, analysis.imported)

@@ -1,0 +1,155 @@
+"""Kernel resources (registers, spills, stack, static shared memory) of many PTX modules from
+one ptxas run: what `kdsl lint` needs of ptxas, at a fraction of its cost.
+
+Starting ptxas and tearing it down costs about as much CPU as compiling a small module, and
+a lint of a project runs it once per function. ptxas takes several PTX files at once as one
+program, so modules that share a target go to one run: each module's own symbols (its
+kernels, device functions, globals, shared arrays and dynamic shared memory; not the
+driver's `vprintf`) get a prefix that makes them distinct, its line
+information is dropped (`.loc` / `.file`: ptxas allocates registers the same without it,
+as `toolchain.strip_debug_sections` explains), and the log's per-kernel figures are mapped
+back through the prefix. Only modules whose dynamic shared memory asks for the same
+alignment share a run (ptxas pads every kernel's static shared memory to the program's
+largest), and a module whose symbol is also an instruction name (a kernel called `add`)
+could not be renamed textually without touching the instruction, so it runs alone.
+
+Only resources come back, not cubins: lint shows diagnostics, never runs or disassembles
+the code. When the combined run fails, each module runs alone, so an error names the one
+module it belongs to, with ptxas's own message. Every run has a time limit per module and
+a memory cap, as the analysis runs that would otherwise have run ptxas have. `tests/compiler/test_batch_assembly.py`
+checks the figures against one ptxas run per module for every example.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import resource
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from dsl.compiler.artifacts import Resources
+from dsl.compiler.toolchain import ToolError, parse_ptxas_info, ptxas_path
+
+_DEFINITION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)?"
+                         r"(\.entry|\.func|\.global|\.shared|\.const)\b(.*)$")
+_CALLABLE_NAME = re.compile(r"([A-Za-z_$%][\w$]*)\s*\(")
+_VARIABLE_NAME = re.compile(r"([A-Za-z_$%][\w$]*)\s*(?:\[|;|=)")
+_OPCODE = re.compile(r"^\s*(?:@!?%\w+\s+)?([A-Za-z_]\w*)")
+_LINE_INFO = (".loc", ".file")
+
+
+def module_symbols(ptx: str) -> list[str]:
+    """The program-wide names a PTX module defines: its functions, and its `.global`,
+    `.shared` and `.const` variables, at the top level or inside a function (ptxas allocates
+    those for the whole program: two modules' kernel-local shared arrays of one name would be
+    taken for one), and its dynamic shared memory (an `.extern .shared` array: shared by
+    every module, it would take the largest alignment any of them asks for and pad the static
+    shared memory of all their kernels). Other `.extern`s (the driver's `vprintf`) keep
+    their names."""
+    names = []
+    depth = 0
+    for line in ptx.splitlines():
+        stripped = line.strip()
+        if not stripped.startswith(".extern") or re.match(r"\.extern\s+\.shared\b", stripped):
+            m = _DEFINITION.match(line)
+            if m is not None and (depth == 0 or m.group(1) not in (".entry", ".func")):
+                kind, rest = m.groups()
+                if kind in (".entry", ".func"):
+                    rest = re.sub(r"^\s*\([^)]*\)\s*", "", rest)  # a device function's return parameter
+                    found = _CALLABLE_NAME.search(rest)
+                else:
+                    found = _VARIABLE_NAME.search(rest)
+                if found is not None:
+                    names.append(found.group(1))
+        depth += line.count("{") - line.count("}")
+    return names
+
+
+def renamed(ptx: str, prefix: str) -> str | None:
+    """`ptx` with every symbol it defines prefixed and its line information dropped; None
+    when a symbol is also one of its instruction names (textual renaming is then unsafe)."""
+    names = set(module_symbols(ptx))
+    lines = [line for line in ptx.splitlines() if not line.lstrip().startswith(_LINE_INFO)]
+    opcodes = {m.group(1) for line in lines if (m := _OPCODE.match(line))}
+    if names & opcodes:
+        return None
+    text = "\n".join(lines) + "\n"
+    if names:
+        pattern = re.compile(r"(?<![\w$%])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+                             + r")(?![\w$.])")
+        text = pattern.sub(lambda m: prefix + m.group(1), text)
+    return text
+
+
+class Timeout(ToolError):
+    """ptxas did not finish one module within the time limit."""
+
+
+def resources_of(modules: Sequence[str], arch: str, *, timeout: float | None = None,
+                 memory_mb: int = 0) -> list[dict[str, Resources] | ToolError]:
+    """Each module's per-kernel resources for `arch` (or the ToolError ptxas gave it), in order.
+
+    `timeout` (seconds) is per module: a run of several gets that much per module in it, and
+    a module alone that takes longer is a `Timeout`; `memory_mb` caps each ptxas process's
+    address space (0: no cap). ptxas runs no user code, but user code chooses what it compiles."""
+    if ptxas_path() is None:
+        return [ToolError("ptxas not found (install nvidia-cuda-nvcc or set KDSL_PTXAS)") for _ in modules]
+    limits = (timeout, memory_mb)
+    out: list[dict[str, Resources] | ToolError | None] = [None] * len(modules)
+    batches: dict[int | None, list[tuple[int, str, str]]] = {}  # (position, prefix, renamed text) by alignment
+    for i, ptx in enumerate(modules):
+        prefix = f"__kdsl_m{i}_"
+        text = renamed(ptx, prefix)
+        if text is None:
+            out[i] = _ptxas([ptx], arch, limits)
+        else:
+            batches.setdefault(dynamic_smem_alignment(ptx), []).append((i, prefix, text))
+    for batch in batches.values():
+        found = _ptxas([text for _, _, text in batch], arch, limits) if len(batch) > 1 else None
+        for i, prefix, _ in batch:
+            if not isinstance(found, dict):  # alone, or the run failed: which module does ptxas refuse?
+                out[i] = _ptxas([modules[i]], arch, limits)
+            else:
+                out[i] = {name[len(prefix):]: res for name, res in found.items() if name.startswith(prefix)}
+    return [r if r is not None else ToolError("not assembled") for r in out]
+
+
+_DYNAMIC_SMEM = re.compile(r"^\s*\.extern\s+\.shared\s+(?:\.align\s+(\d+)\s+)?", re.M)
+
+
+def dynamic_smem_alignment(ptx: str) -> int | None:
+    """The alignment a module's dynamic shared memory asks for (None: it has none).
+
+    ptxas rounds the static shared memory of every kernel of a program up to the largest
+    such alignment in it, so only modules that ask for the same one share a run."""
+    found = [int(m.group(1) or 1) for m in _DYNAMIC_SMEM.finditer(ptx)]
+    return max(found) if found else None
+
+
+def _ptxas(texts: list[str], arch: str, limits: tuple[float | None, int]) -> dict[str, Resources] | ToolError:
+    """One ptxas run over `texts` (one PTX file each): the log's figures, or its error."""
+    timeout, memory_mb = limits
+    with tempfile.TemporaryDirectory(prefix="kdsl-") as tmp:
+        files = []
+        for k, text in enumerate(texts):
+            file = Path(tmp) / f"m{k}.ptx"
+            file.write_text(text)
+            files.append(str(file))
+        proc = subprocess.Popen([str(ptxas_path()), f"-arch={arch}", "-O3", "-v", *files, "-o",
+                                 str(Path(tmp) / "all.cubin")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+        if memory_mb > 0 and hasattr(resource, "prlimit"):  # Linux
+            with contextlib.suppress(OSError, ValueError):
+                resource.prlimit(proc.pid, resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
+        try:
+            log, _ = proc.communicate(timeout=None if timeout is None else timeout * len(texts))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return Timeout(f"ptxas did not finish within the time limit ({timeout:g} s a module)")
+    if proc.returncode != 0:
+        return ToolError(log.strip())
+    return parse_ptxas_info(log)
