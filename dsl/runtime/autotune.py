@@ -208,6 +208,10 @@ class Tuner:
     # -- choosing -------------------------------------------------------------------------------
 
     def _choose(self, args: tuple, kwargs: dict, stream: Any, force: bool = False) -> Tuning:
+        with self.bench.on_device(self.names, args, kwargs):  # tuned, timed and recorded on the arrays' GPU
+            return self._choose_here(args, kwargs, stream, force)
+
+    def _choose_here(self, args: tuple, kwargs: dict, stream: Any, force: bool) -> Tuning:
         key_text = self.key_text(args, kwargs)
         dist = _distributed()
         if dist is None:

@@ -15,6 +15,7 @@ between calls, as a kernel called in a loop sees it.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import statistics
 import time
@@ -42,6 +43,10 @@ class Candidate(Protocol):
 class Bench(Protocol):
     def device(self) -> str:
         """What a record's timings belong to (device name and driver version)."""
+        ...
+
+    def on_device(self, names: list[str], args: tuple, kwargs: dict) -> contextlib.AbstractContextManager[Any]:
+        """Makes current, while a call is tuned, the device its arrays are on."""
         ...
 
     def prepare(self, config: Config, args: tuple, kwargs: dict) -> Candidate:
@@ -141,6 +146,16 @@ class GpuBench:
 
         version = int(check(driver().cuDriverGetVersion(), "cuDriverGetVersion"))
         return f"{current_context().name}, driver {_kernel_driver()}CUDA {version // 1000}.{version % 1000 // 10}"
+
+    def on_device(self, names: list[str], args: tuple, kwargs: dict) -> contextlib.AbstractContextManager[Any]:
+        """The context of the GPU the call's arrays are on, current while the call is tuned: its
+        name keys the records, and the timing events must live in the context of the stream."""
+        from dsl.runtime import devices, driver
+
+        device = devices.common_device(devices.call_arguments(names, args, kwargs), ask_driver=True)
+        if device is None:
+            return contextlib.nullcontext()
+        return driver.on_context(driver.launch_context(device))
 
     def prepare(self, config: Config, args: tuple, kwargs: dict) -> Candidate:
         from dsl.diagnostics import DiagnosticWarning
@@ -257,6 +272,9 @@ class PythonBench:
                  timer: Callable[[Config], float] | None = None, check: Callable[[Config], Any] | None = None,
                  device: str = "python"):
         self.launch, self.writes, self.timer, self.check, self.name = launch, tuple(writes), timer, check, device
+
+    def on_device(self, names: list[str], args: tuple, kwargs: dict) -> contextlib.AbstractContextManager[Any]:
+        return contextlib.nullcontext()
 
     def device(self) -> str:
         return self.name

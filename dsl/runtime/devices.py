@@ -75,15 +75,10 @@ def mixed_devices(first: tuple[str, Where], second: tuple[str, Where]) -> Argume
 def mixed_error(named: Iterable[tuple[str, Any]]) -> ArgumentError | None:
     """The error for the first two of the (name, value) arrays that are on different devices;
     None when they all agree (or do not say)."""
-    first: tuple[str, Where] | None = None
-    for name, value in named:
-        device = device_of(value)
-        if device is None:
-            continue
-        if first is None:
-            first = (name, device)
-        elif device != first[1]:
-            return mixed_devices(first, (name, device))
+    try:
+        common_device(named)
+    except ArgumentError as err:
+        return err
     return None
 
 
@@ -117,6 +112,16 @@ def _interface_device(value: Any) -> int | None:
     from dsl.runtime.pointers import ALLOCATIONS
 
     return ALLOCATIONS.info(ptr).device
+
+
+def stream_device(stream: Any) -> int | None:
+    """The GPU a PyTorch or CuPy stream object belongs to (None for a raw handle or another
+    kind: asking the driver would cost a call per launch)."""
+    device = getattr(stream, "device", None)  # torch.cuda.Stream
+    if device is not None and getattr(device, "type", None) == "cuda" and isinstance(device.index, int):
+        return device.index
+    device_id = getattr(stream, "device_id", None)  # cupy.cuda.Stream
+    return device_id if isinstance(device_id, int) and not isinstance(device_id, bool) else None
 
 
 def call_arguments(names: list[str], args: tuple, kwargs: dict) -> Iterable[tuple[str, Any]]:

@@ -296,8 +296,14 @@ class Runtime:
         if stream is None:
             fw = self._framework
             out.append(FRAMEWORK_STREAMS[fw](device) if fw is not None else 0)
+        elif type(stream) is int and 0 <= stream <= STREAM_MAX:
+            out.append(stream)
         else:
-            out.append(stream if type(stream) is int and 0 <= stream <= STREAM_MAX else stream_handle(stream))
+            on = devices.stream_device(stream)
+            if on is not None and device is not None and on != device:
+                raise ArgumentError(f"stream= is a stream of cuda:{on}, but the arrays are on cuda:{device}; a "
+                                    f"launch runs on its arrays' GPU: pass a stream of cuda:{device}")
+            out.append(stream_handle(stream))
         return tuple(out)
 
     def _note_device(self, name: str, device: int) -> None:

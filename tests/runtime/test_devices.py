@@ -198,3 +198,20 @@ def test_run_function_on_a_device_without_a_gpu_raises_no_gpu():
         pytest.skip("a GPU is present")
     with pytest.raises(NoGPUError):
         dsl.run_function("x = 1\n", "/tmp/x.py", "f", device=1)
+
+
+class CupyLikeStream:
+    """What `stream=` gets from CuPy: `cupy.cuda.Stream` says its device as `device_id`."""
+
+    def __init__(self, device_id: int, ptr: int = 0x5000):
+        self.device_id, self.ptr = device_id, ptr
+
+
+def test_a_stream_of_another_gpu_is_refused(asked):
+    rt = Runtime(ModuleImage(None, None), name="run")
+    with pytest.raises(ArgumentError) as info:
+        rt._read_args(PARAMS, DLPackArray(1), DLPackArray(1, ptr=0x7100_0000), 2.0, CupyLikeStream(0))
+    assert str(info.value) == ("stream= is a stream of cuda:0, but the arrays are on cuda:1; a launch runs on its "
+                               "arrays' GPU: pass a stream of cuda:1")
+    out = rt._read_args(PARAMS, DLPackArray(1), DLPackArray(1, ptr=0x7100_0000), 2.0, CupyLikeStream(1))
+    assert out[-1] == 0x5000  # its own device's stream is taken as given

@@ -264,3 +264,40 @@ def test_run_function_on_cuda_1(two_gpus):
     assert result["ok"] is True, result
     assert " on cuda:1 (" in result["message"]
     assert torch.cuda.current_device() == before
+
+
+def test_a_stream_of_another_gpu_is_refused(two_gpus):
+    from examples.saxpy import run_saxpy
+
+    torch = two_gpus
+    x, y = torch.randn(64, device="cuda:1"), torch.randn(64, device="cuda:1")
+    with pytest.raises(ArgumentError, match=r"stream= is a stream of cuda:0, but the arrays are on cuda:1"):
+        run_saxpy(x, y, 2.0, stream=torch.cuda.Stream(device=0))
+    kept = y.clone()
+    run_saxpy(x, y, 2.0, stream=torch.cuda.Stream(device=1))
+    torch.cuda.synchronize(1)
+    assert torch.allclose(y, 2.0 * x + kept)
+
+
+def test_tuning_runs_on_the_arrays_gpu_while_cuda_0_is_current(two_gpus, tmp_path, monkeypatch):
+    """The trials are timed with events on cuda:1's stream, in cuda:1's context, and the
+    record names cuda:1; the current device stays cuda:0."""
+    from dsl.runtime import driver
+    from dsl.runtime.autotune import load_record, tuner
+    from examples.softmax_autotuned import run_softmax_autotuned
+
+    torch = two_gpus
+    monkeypatch.setenv("KDSL_CACHE_DIR", str(tmp_path))
+    x = torch.randn(64, 1024, device="cuda:1")
+    y = torch.empty_like(x)
+    torch.cuda.set_device(0)
+    tuning = tuner(run_softmax_autotuned).tune((x, y), {}, force=True)
+    assert torch.cuda.current_device() == 0
+    assert tuning.winner is not None and all(o.ms is not None for o in tuning.outcomes if o.error is None)
+    run_softmax_autotuned(x, y)
+    torch.cuda.synchronize(1)
+    assert torch.allclose(y, torch.softmax(x, dim=1), atol=1e-6)
+    with driver.on_context(driver.primary_context(1)):
+        key, parts = tuner(run_softmax_autotuned).record_key(tuning.key)
+    assert parts["device"].startswith(driver.primary_context(1).name)
+    assert load_record(key)  # recorded under cuda:1's name
