@@ -26,8 +26,7 @@ is compiled with `contract=True` (the default) — the interpreter rounds both; 
 GPU approximates (`dsl.exp` through `ex2.approx`, `rsqrt`, libdevice's `erf`, `sin`, ...)
 are computed in float64 and rounded, so they agree to within the GPU's documented error;
 tensor-core MMAs sum exact products in float64 and round once, where the hardware adds in an
-order and precision of its own. Blocks run one at a time, so what needs the blocks of a
-cluster together (launches with `cluster=`, multicast, cluster barriers) is refused (DSL402).
+order and precision of its own. A `cluster=` launch runs each cluster's blocks together.
 """
 
 from __future__ import annotations

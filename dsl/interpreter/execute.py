@@ -6,8 +6,8 @@ hardware runs them in is unspecified, so the interpreter runs them in batches of
 values, so that a batch's values stay within `BATCH_VALUES`): one NumPy operation then serves
 thousands of threads. Each block of a batch has its own copy of the shared arrays.
 Threads of a batch run in lockstep, which is one of the schedules the GPU may choose. Kernels
-whose warps wait for one another (mbarriers, named barriers) run one block at a time instead,
-one thread per warp (`scheduling`).
+whose warps wait for one another (mbarriers, named barriers) and cluster launches run one
+block (or cluster) at a time instead, one thread per warp (`scheduling`).
 
 A failure inside the kernel becomes a `LaunchError` (DSL601), as a fault on the GPU does,
 naming the kernel, the launch, the thread and block, and the Python line of the op that failed.
@@ -73,15 +73,16 @@ def _shared_regions(program: Program, blocks: int, smem: int, lanes: Lanes | Non
 
 def run_launch(program: Program, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
                args: list[Any], names: dict[str, Any], *, kernel: str, launch: SourceRange | None,
-               out: Any = None, breakpoints: Any = None) -> None:
+               out: Any = None, breakpoints: Any = None, cluster: tuple[int, int, int] | None = None) -> None:
     """Runs every block of the grid; `args` are the kernel's flat parameter values (already
-    interpreter values), `names` the kernel parameters by name (for breakpoints)."""
+    interpreter values), `names` the kernel parameters by name (for breakpoints); `cluster`:
+    the blocks of each cluster run together (`scheduling`)."""
     threads = math.prod(block)
     if threads == 0 or math.prod(grid) == 0:
         return
-    if program.independent_warps:
+    if program.independent_warps or (cluster is not None and math.prod(cluster) > 1):
         _run_by_warps(program, grid, block, smem, args, names, kernel=kernel, launch=launch, out=out,
-                      breakpoints=breakpoints)
+                      breakpoints=breakpoints, cluster=cluster or (1, 1, 1))
         return
     per_batch = max(1, min(LANES_PER_BATCH, BATCH_VALUES // max(program.slots, 1)) // threads)
     pending = _blocks(grid)
@@ -116,21 +117,31 @@ def _fault(err: RunError, st: Lanes, kernel: str, grid: tuple, block: tuple, sme
                         where=err.where, launch=launch)
 
 
+def _clusters(grid: tuple[int, int, int], cluster: tuple[int, int, int]) -> Iterator[list[tuple[int, int, int]]]:
+    """The blocks of each cluster, by rank (x fastest), cluster after cluster."""
+    cx, cy, cz = cluster
+    gx, gy, gz = grid
+    for z in range(0, gz, cz):
+        for y in range(0, gy, cy):
+            for x in range(0, gx, cx):
+                yield [(x + i, y + j, z + k) for k in range(cz) for j in range(cy) for i in range(cx)]
+
+
 def _run_by_warps(program: Program, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
                   args: list[Any], names: dict[str, Any], *, kernel: str, launch: SourceRange | None,
-                  out: Any, breakpoints: Any) -> None:
-    """One block after another, each warp of a block in its own thread (`scheduling`)."""
+                  out: Any, breakpoints: Any, cluster: tuple[int, int, int] = (1, 1, 1)) -> None:
+    """One block (or cluster of blocks) after another, each warp in its own thread (`scheduling`)."""
     threads = math.prod(block)
     warps = -(-threads // 32)
-    for ids in _blocks(grid):
-        shared = _shared_regions(program, 1, smem, None)
-        window = SharedWindow(list(shared.values()))
-        sync = BlockSync(warps)
+    for members in _clusters(grid, cluster):
+        shared = [_shared_regions(program, 1, smem, None) for _ in members]
+        sync = BlockSync(warps, len(members))
+        sync.windows = [SharedWindow(list(s.values())) for s in shared]
 
-        def run_warp(w: int, ids: tuple[int, int, int] = ids, shared: dict = shared, window: SharedWindow = window,
-                     sync: BlockSync = sync) -> None:
-            st = Lanes(program.slots, block, grid, [ids], first=32 * w)
-            st.shared, st.window, st.sync = shared, window, sync
+        def run_warp(w: int, members: list = members, shared: list = shared, sync: BlockSync = sync) -> None:
+            rank, first = divmod(w, warps)
+            st = Lanes(program.slots, block, grid, [members[rank]], first=32 * first)
+            st.shared, st.window, st.sync, st.rank = shared[rank], sync.windows[rank], sync, rank
             _start(st, program, args, names, out, breakpoints)
             with np.errstate(all="ignore"):
                 try:

@@ -20,8 +20,8 @@ class Lanes:
     """Values, active lanes and coordinates of the blocks being run."""
 
     __slots__ = ("args", "block", "block_dim", "block_ids", "block_of", "blocks", "breakpoints", "first", "grid_dim",
-                 "lane", "linear", "mask", "n", "out", "shared", "skipped_barrier", "skipped_warp", "sync", "thread",
-                 "threads", "v", "warp", "warps", "window")
+                 "lane", "linear", "mask", "n", "out", "rank", "shared", "skipped_barrier", "skipped_warp", "sync",
+                 "thread", "threads", "v", "warp", "warps", "window")
 
     def __init__(self, slots: int, block_dim: tuple[int, int, int], grid_dim: tuple[int, int, int],
                  block_ids: list[tuple[int, int, int]], first: int | None = None):
@@ -58,6 +58,7 @@ class Lanes:
         self.out: Any = None  # where printf writes
         self.breakpoints: Any = None
         self.sync: Any = None  # the block's `scheduling.BlockSync` when its warps run one by one
+        self.rank = 0  # the block's rank in its cluster (a launch without clusters: 0)
         self.window: Any = None  # `memory.SharedWindow`: shared memory by address (one per batch)
 
     def active(self) -> np.ndarray:

@@ -4,8 +4,7 @@ Addresses (`getelementptr`), loads, stores, atomics and async copies go through
 `memory`, which checks every access; a shared pointer cast to an integer is its shared
 address. Of the inline PTX the tracer emits, the tensor-core, TMA, mbarrier and named-barrier
 instructions are `tensor_core_ops`'; this module runs ordered/scoped atomics and the fp8
-conversions, and refuses the rest by name: what needs the blocks of a cluster to run
-together (multicast, `mapa`, cluster barriers and ranks).
+conversions, and refuses any other inline PTX, naming it.
 """
 
 from __future__ import annotations
@@ -316,11 +315,6 @@ _ATOM = re.compile(r"atom(?:\.\w+\.\w+)?\.(global|shared)\.(add|min|max|exch|and
                    r"\$0, \[\$1\], \$2;")
 _CVT_TO_F8 = re.compile(r"cvt\.rn\.satfinite\.(e4m3|e5m2)x2\.f32 \$0, \$1, \$2;")
 _CVT_FROM_F8 = re.compile(r"cvt\.rn\.f16x2\.(e4m3|e5m2)x2 \$0, \$1;")
-_CLUSTERS = "it runs one block at a time, not the blocks of a cluster together"
-_NOT_INTERPRETABLE = {  # instruction -> (what it is, why the interpreter cannot run it)
-    "multicast::cluster": ("TMA multicast", _CLUSTERS), "mapa": ("another block's shared memory (mapa)", _CLUSTERS),
-    "barrier.cluster": ("cluster barriers", _CLUSTERS), "%cluster_ctarank": ("cluster ranks", _CLUSTERS),
-}
 _ATOM_TYPES = {  # PTX type -> (interpreter type of the operand's meaning, width of the packed pair)
     "u32": ("i32", 0), "s32": ("i32", 0), "b32": ("i32", 0), "u64": ("i64", 0), "s64": ("i64", 0),
     "b64": ("i64", 0), "f32": ("f32", 0), "f64": ("f64", 0), "f16": ("f16", 0), "bf16": ("bf16", 0),
@@ -342,9 +336,6 @@ def _inline_asm(info: OpInfo) -> Step:
         return _asm_to_f8(info, m.group(1))
     if m := _CVT_FROM_F8.fullmatch(text):
         return _asm_from_f8(info, m.group(1))
-    for key, (what, why) in _NOT_INTERPRETABLE.items():
-        if key in text:  # one message per kind of instruction, at the first place it is used
-            raise Refusal(f"the interpreter cannot run {what} ({why}); run this kernel on a GPU", info.where)
     raise Refusal(f"the interpreter cannot run the inline PTX `{text[:80]}`; run this kernel on a GPU", info.where)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dsl.diagnostics import ArgumentError, CompileError, Diagnostic, SourceRange
+from dsl.diagnostics import ArgumentError, SourceRange
 from dsl.interpreter.execute import run_launch
 from dsl.interpreter.memory import Pointer, Region
 from dsl.interpreter.program import Program
@@ -181,13 +181,6 @@ class InterpreterRuntime:
 
     def _launch(self, symbol: str, codes: tuple, cluster: tuple | None, grid: tuple, block: tuple, smem: int,
                 values: tuple) -> None:
-        if cluster is not None and any(int(c) != 1 for c in cluster):
-            message = (f"kernel '{symbol}': the interpreter runs one block at a time, not clusters of "
-                       f"{tuple(cluster)} blocks; launch without cluster= or run this kernel on a GPU")
-            where = self.launch_ranges.get(symbol)
-            if where is None:
-                raise self._error(message, symbol, grid, block, smem)
-            raise CompileError([Diagnostic.make("DSL402", message, where)])
         try:
             grid = tuple(int(g) for g in grid)
             block = tuple(int(b) for b in block)
@@ -199,6 +192,14 @@ class InterpreterRuntime:
         if any(g < 0 for g in grid) or any(b <= 0 for b in block):
             raise self._error("grid and block dimensions must be positive", symbol, grid, block, smem)
         self._check_limits(symbol, grid, block, smem)
+        if cluster is not None:
+            cluster = tuple(int(c) for c in cluster)
+            if len(cluster) != 3 or any(c <= 0 for c in cluster) or any(g % c for g, c in zip(grid, cluster)):
+                raise self._error(f"the grid {grid} is not made of whole clusters of {cluster} blocks", symbol,
+                                  grid, block, smem)
+            if cluster[0] * cluster[1] * cluster[2] > 8:
+                raise self._error(f"clusters of {cluster} blocks: at most 8 blocks a cluster (the portable limit)",
+                                  symbol, grid, block, smem)
         try:  # the GPU runtime's packing says which values do not fit their parameter types
             ArgPacker(codes).pack([0 if isinstance(v, HostTensor) else bytes(128) if isinstance(v, TensorMap) else v
                                    for v in values])
@@ -208,7 +209,8 @@ class InterpreterRuntime:
         program: Program = self.programs(symbol)
         args = [_kernel_value(v, t) for v, (_, t) in zip(values, program.params)]
         run_launch(program, grid, block, smem, args, self._names(symbol, args), kernel=symbol,
-                   launch=self.launch_ranges.get(symbol), out=self.out, breakpoints=self.breakpoints)
+                   launch=self.launch_ranges.get(symbol), out=self.out, breakpoints=self.breakpoints,
+                   cluster=cluster)
 
     def _check_limits(self, symbol: str, grid: tuple, block: tuple, smem: int) -> None:
         """What the GPU's driver refuses to launch: a block, grid or shared memory beyond the target's."""

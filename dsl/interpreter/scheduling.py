@@ -20,6 +20,12 @@ Barrier counting follows PTX: `bar.sync` / `bar.arrive` count whole warps (a bar
 every warp of the block that has not exited, and an mbarrier completes its phase when its
 pending arrivals reach zero and its transaction count (`expect_tx` bytes, less the bytes
 TMA delivered) is zero.
+
+A cluster launch (`cluster=`) runs the blocks of one cluster together, every warp of each
+in its own thread, under one `BlockSync`: what one block's warps do to another's
+mbarriers (`mapa`, TMA multicast) and the cluster barrier are then the same waits. Barrier
+ids and mbarrier addresses are per block (its rank in the cluster); the cluster barrier
+waits for every warp of the cluster that has not exited.
 """
 
 from __future__ import annotations
@@ -77,20 +83,30 @@ class _Barrier:
     generation: int = 0
 
 
+CLUSTER_BARRIER = -1  # the barrier id of the cluster barrier (a block's are 0 to 15)
+
+
 @dataclass
 class BlockSync:
-    """The barriers and mbarriers of one block, and who waits on what."""
+    """The barriers and mbarriers of one block (or the blocks of one cluster), and who waits
+    on what. Warps are numbered across the cluster: block rank x warps per block + warp."""
 
-    warps: int
+    warps: int  # per block
+    blocks: int = 1  # in the cluster
     lock: threading.Condition = field(default_factory=threading.Condition)
-    live: int = 0  # warps that have not exited
-    barriers: dict[int, _Barrier] = field(default_factory=dict)
-    mbarriers: dict[int, MBarrier] = field(default_factory=dict)  # by shared address
+    live: list[int] = field(default_factory=list)  # per block: warps that have not exited
+    barriers: dict[tuple[int, int], _Barrier] = field(default_factory=dict)  # (rank, id) -> its state
+    mbarriers: dict[tuple[int, int], MBarrier] = field(default_factory=dict)  # (rank, shared address)
     waiting: dict[int, tuple[Callable[[], bool], str]] = field(default_factory=dict)  # warp -> (ready, what)
     failed: BaseException | None = None
+    windows: list[Any] = field(default_factory=list)  # per block: its `memory.SharedWindow`
 
     def __post_init__(self) -> None:
-        self.live = self.warps
+        self.live = [self.warps] * self.blocks
+
+    @property
+    def running(self) -> int:
+        return sum(self.live)
 
     # --- waiting ------------------------------------------------------------------------------
 
@@ -114,22 +130,24 @@ class BlockSync:
 
     def _check_deadlock(self) -> None:
         """Marks the block deadlocked when every running warp waits on a condition that is false."""
-        if self.live and len(self.waiting) >= self.live and not any(r() for r, _ in self.waiting.values()):
+        if self.running and len(self.waiting) >= self.running and not any(r() for r, _ in self.waiting.values()):
             waits = "; ".join(f"warp {w} {what}" for w, (_, what) in sorted(self.waiting.items()))
-            self.failed = Deadlock(f"deadlock: every warp of the block waits and none can go on ({waits}); "
+            group = "block" if self.blocks == 1 else "cluster"
+            self.failed = Deadlock(f"deadlock: every warp of the {group} waits and none can go on ({waits}); "
                                    "on the GPU the kernel would hang", 0)
             self.lock.notify_all()
 
     def changed(self) -> None:
         self.lock.notify_all()
 
-    def exited(self) -> None:
-        """A warp has finished: block-wide barriers stop counting it."""
+    def exited(self, rank: int = 0) -> None:
+        """A warp of block `rank` has finished: block- and cluster-wide barriers stop counting it."""
         with self.lock:
-            self.live -= 1
-            whole = self.barriers.get(0)
-            if whole is not None and whole.arrived and whole.arrived >= self.live:
-                self._release(whole)
+            self.live[rank] -= 1
+            for key, expected in (((rank, 0), self.live[rank]), ((0, CLUSTER_BARRIER), self.running)):
+                whole = self.barriers.get(key)
+                if whole is not None and whole.arrived and whole.arrived >= expected:
+                    self._release(whole)
             self.lock.notify_all()
             if self.failed is None and self.waiting:
                 self._check_deadlock()  # the waiters raise it
@@ -143,12 +161,17 @@ class BlockSync:
     # --- barriers -----------------------------------------------------------------------------
 
     def barrier(self, warp: int, lane: int, barrier_id: int, warps: int | None, wait: bool, what: str) -> None:
-        """`bar.sync` (wait) or `bar.arrive` of one warp at `barrier_id`, which completes when
-        `warps` warps have arrived (None: every warp of the block that has not exited)."""
+        """`bar.sync` (wait) or `bar.arrive` of one warp at `barrier_id` of its block, which
+        completes when `warps` warps have arrived (None: every warp of the block that has not
+        exited; `CLUSTER_BARRIER`: of the cluster)."""
+        rank = warp // self.warps
         with self.lock:
-            b = self.barriers.setdefault(barrier_id, _Barrier())
+            if barrier_id == CLUSTER_BARRIER:
+                key, expected = (0, CLUSTER_BARRIER), self.running
+            else:
+                key, expected = (rank, barrier_id), self.live[rank] if warps is None else warps
+            b = self.barriers.setdefault(key, _Barrier())
             b.arrived += 1
-            expected = self.live if warps is None else warps
             if b.arrived >= expected:
                 self._release(b)
                 return
@@ -163,16 +186,22 @@ class BlockSync:
 
     # --- mbarriers ----------------------------------------------------------------------------
 
-    def mbarrier(self, address: int, lane: int) -> MBarrier:
-        found = self.mbarriers.get(address)
+    def mbarrier(self, address: int, lane: int, rank: int = 0) -> MBarrier:
+        """Block `rank`'s mbarrier at shared `address`."""
+        if not 0 <= rank < self.blocks:
+            raise LaneFault(f"block rank {rank} is outside the cluster of {self.blocks} blocks", lane)
+        found = self.mbarriers.get((rank, address))
         if found is None:
-            raise LaneFault(f"the mbarrier at shared address {address:#x} is used before dsl.mbarrier_init", lane)
+            where = f" of block rank {rank}" if self.blocks > 1 else ""
+            raise LaneFault(f"the mbarrier at shared address {address:#x}{where} is used before dsl.mbarrier_init",
+                            lane)
         return found
 
 
 def run_block_by_warps(sync: BlockSync, run_warp: Callable[[int], None]) -> BaseException | None:
-    """Runs `run_warp(w)` for every warp of the block, each in its own thread, and returns the
-    first error one of them raised (None when every warp finished)."""
+    """Runs `run_warp(w)` for every warp of the block (or cluster: w counts across its blocks),
+    each in its own thread, and returns the first error one of them raised (None when every
+    warp finished)."""
     errors: list[BaseException] = []  # in the order they happened
 
     def body(w: int) -> None:
@@ -184,20 +213,24 @@ def run_block_by_warps(sync: BlockSync, run_warp: Callable[[int], None]) -> Base
             errors.append(err)
             sync.fail(err)
         finally:
-            sync.exited()
+            sync.exited(w // sync.warps)
 
     threads = [threading.Thread(target=body, args=(w,), name=f"kdsl-interpreter-warp-{w}", daemon=True)
-               for w in range(sync.warps)]
+               for w in range(sync.warps * sync.blocks)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except BaseException as err:  # Ctrl-C while the block runs: the warps stop at their next wait
+        sync.fail(err)
+        raise
     return errors[0] if errors else None
 
 
 def warp_index(st: Any) -> int:
-    """The warp of the block that `st` runs (one warp per `Lanes` in this mode)."""
-    return int(st.first) // 32
+    """The warp `st` runs, numbered across the cluster (one warp per `Lanes` in this mode)."""
+    return st.rank * -(-st.threads // 32) + int(st.first) // 32
 
 
 def waiting_at(info: Any, what: str) -> str:

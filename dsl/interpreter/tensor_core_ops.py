@@ -16,11 +16,13 @@ specifies (the layouts the examples' epilogues index, checked against the GPU by
 - mbarriers (init, arrive, expect_tx, try_wait.parity) and named barriers (`bar.sync`,
   `bar.arrive`), through the block's `scheduling.BlockSync`: kernels that use them run one
   thread per warp. Fences and `setmaxnreg` change nothing the interpreter can observe.
+- Clusters: a `cluster=` launch runs each cluster's blocks together (`scheduling`); the
+  cluster rank, the cluster barrier, arrivals on another block's mbarrier (`mapa`) and TMA
+  multicast into every block of the mask.
 
 Products are exact and sums are taken in float64, then rounded once to the accumulator's
 type; the tensor cores add in an order and with internal precision the ISA leaves to the
 hardware, so results agree with the GPU to within that rounding, not bit for bit.
-Clusters (multicast, `mapa`, cluster barriers and ranks) are refused: blocks run one at a time.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import numpy as np
 from dsl.interpreter.lanes import WARP, Lanes
 from dsl.interpreter.memory import LaneFault, Region, swizzled
 from dsl.interpreter.program import OpInfo, Step
-from dsl.interpreter.scheduling import MBarrier, waiting_at, warp_index
+from dsl.interpreter.scheduling import CLUSTER_BARRIER, MBarrier, waiting_at, warp_index
 
 _REG = r"\$(\d+)"
 _REGS = r"\{([^}]*)\}"
@@ -220,10 +222,11 @@ def _shared_read(st: Lanes, lanes: np.ndarray, addresses: np.ndarray, nbytes: in
     return data.reshape(*addresses.shape, nbytes)
 
 
-def _by_region(st: Lanes, lane_of: np.ndarray, addresses: np.ndarray, nbytes: int, what: str) -> Any:
+def _by_region(st: Lanes, lane_of: np.ndarray, addresses: np.ndarray, nbytes: int, what: str,
+               window: Any = None) -> Any:
     """(region, which entries, offsets into the region) for each shared array the addresses
     fall in; an address in none, past an array's end or misaligned is a fault of its lane."""
-    window = st.window
+    window = window if window is not None else st.window
     left = np.ones(addresses.size, dtype=bool)
     for region in window.regions:
         inside = left & (addresses >= region.address) & (addresses < region.address + max(region.size, 1))
@@ -386,7 +389,7 @@ def _mbarrier_init(info: OpInfo, m: re.Match) -> Step:
             for lane in _each_active(st):
                 _check_barrier_word(st, _mbarrier_address(st, st.v[address], lane), lane)
                 c = int(_per_lane(st.v[count], st.n)[lane])
-                st.sync.mbarriers[_mbarrier_address(st, st.v[address], lane)] = MBarrier(c, c)
+                st.sync.mbarriers[(st.rank, _mbarrier_address(st, st.v[address], lane))] = MBarrier(c, c)
             st.sync.changed()
 
     return step
@@ -408,7 +411,7 @@ def _mbarrier_arrive(info: OpInfo, m: re.Match) -> Step:
     def step(st: Lanes) -> None:
         with st.sync.lock:
             for lane in _each_active(st):
-                bar = st.sync.mbarrier(_mbarrier_address(st, st.v[address], lane), int(lane))
+                bar = st.sync.mbarrier(_mbarrier_address(st, st.v[address], lane), int(lane), st.rank)
                 tx = int(_per_lane(st.v[nbytes], st.n)[lane]) if nbytes is not None else 0
                 bar.arrive(1, tx)
             st.sync.changed()
@@ -426,7 +429,7 @@ def _mbarrier_wait(info: OpInfo, m: re.Match) -> Step:
         with sync.lock:
             waits = []
             for lane in _each_active(st):
-                bar = sync.mbarrier(_mbarrier_address(st, st.v[address], lane), int(lane))
+                bar = sync.mbarrier(_mbarrier_address(st, st.v[address], lane), int(lane), st.rank)
                 waits.append((bar, int(_per_lane(st.v[parity], st.n)[lane]) & 1))
             if not waits:
                 return
@@ -471,8 +474,8 @@ def _named_barrier(info: OpInfo, m: re.Match) -> Step:
 
 # --- TMA ------------------------------------------------------------------------------------------
 
-_TMA_LOAD = re.compile(r"cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\.mbarrier::complete_tx::bytes "
-                       r"\[\$0\], \[\$1, \{[^}]*\}\], \[" + _REG + r"\];")
+_TMA_LOAD = re.compile(r"cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\.mbarrier::complete_tx::bytes"
+                       r"(\.multicast::cluster)? \[\$0\], \[\$1, \{[^}]*\}\], \[" + _REG + r"\](?:, \$\d+)?;")
 _TMA_STORE = re.compile(r"cp\.async\.bulk\.tensor\.(\d)d\.global\.shared::cta\.bulk_group \[\$0, \{[^}]*\}\], \["
                         + _REG + r"\];")
 
@@ -489,13 +492,14 @@ def _box_elements(tmap: TensorMap, coords: list[int]) -> tuple[np.ndarray, np.nd
     return offset.reshape(-1), inside.reshape(-1)
 
 
-def _box_shared(st: Lanes, tmap: TensorMap, start: int, lane: int, what: str) -> tuple[Region, np.ndarray]:
+def _box_shared(st: Lanes, tmap: TensorMap, start: int, lane: int, what: str,
+                window: Any = None) -> tuple[Region, np.ndarray]:
     """(region, byte offsets in this lane's block slot) of each element of the box written
     at shared address `start`, swizzled as the map says."""
     count = int(np.prod(tmap.box))
     plain = start + np.arange(count, dtype=np.int64)[:, None] * tmap.nbytes + np.arange(tmap.nbytes)
     at = swizzled(plain, tmap.swizzle).reshape(-1)
-    regions = list(_by_region(st, np.full(at.size, lane), at, 1, what))
+    regions = list(_by_region(st, np.full(at.size, lane), at, 1, what, window))
     if len(regions) != 1:
         raise LaneFault(f"{what}: the box at shared address {start:#x} crosses shared arrays", lane)
     region, _, offsets = regions[0]
@@ -505,10 +509,12 @@ def _box_shared(st: Lanes, tmap: TensorMap, start: int, lane: int, what: str) ->
 
 def _tma(info: OpInfo, m: re.Match, load: bool) -> Step:
     rank = int(m.group(1))
+    multicast = load and m.group(2) is not None
     if load:
         _independent(info)
         dst, tmap_slot, *coord_slots = info.args[:2 + rank]
         bar_slot = info.args[2 + rank]
+        mask_slot = info.args[3 + rank] if multicast else None
     else:
         tmap_slot, *coord_slots = info.args[:1 + rank]
         src = info.args[1 + rank]
@@ -524,21 +530,67 @@ def _tma(info: OpInfo, m: re.Match, load: bool) -> Step:
             coords = [c - (1 << 32) if c >= 1 << 31 else c for c in coords]
             elements, inside = _box_elements(tmap, coords)
             shared = int(_per_lane(st.v[dst if load else src], st.n)[lane]) & 0xFFFFFFFF
-            region, at = _box_shared(st, tmap, shared, lane, what)
             tensor = tmap.region
             global_bytes = elements[:, None] * tmap.nbytes + np.arange(tmap.nbytes)
-            if load:
-                data = np.zeros((elements.size, tmap.nbytes), dtype=np.uint8)
-                data[inside] = tensor.data[global_bytes[inside]]
-                region.data[at] = data
-                with st.sync.lock:
-                    bar = st.sync.mbarrier(int(_per_lane(st.v[bar_slot], st.n)[lane]) & 0xFFFFFFFF, lane)
-                    bar.complete_tx(data.size)
-                    st.sync.changed()
-            else:
+            if not load:
+                region, at = _box_shared(st, tmap, shared, lane, what)
                 if not tensor.writable:
                     raise LaneFault(f"dsl.tma_store into {tensor.name}, which is a read-only array", lane)
                 tensor.data[global_bytes[inside]] = region.data[at[inside]]
+                continue
+            data = np.zeros((elements.size, tmap.nbytes), dtype=np.uint8)
+            data[inside] = tensor.data[global_bytes[inside]]
+            ranks = [st.rank]
+            if multicast:  # the same box into the same place of each block the mask names
+                mask = int(_per_lane(st.v[mask_slot], st.n)[lane]) & 0xFFFF
+                ranks = [r for r in range(16) if mask >> r & 1]
+                if any(r >= st.sync.blocks for r in ranks):
+                    raise LaneFault(f"dsl.tma_load multicast mask {mask:#x} names blocks outside the cluster of "
+                                    f"{st.sync.blocks}", lane)
+            bar_address = int(_per_lane(st.v[bar_slot], st.n)[lane]) & 0xFFFFFFFF
+            for r in ranks:
+                region, at = _box_shared(st, tmap, shared, lane, what, st.sync.windows[r] if multicast else None)
+                region.data[at] = data
+                with st.sync.lock:
+                    st.sync.mbarrier(bar_address, lane, r).complete_tx(data.size)
+                    st.sync.changed()
+
+    return step
+
+
+def _cluster_rank(info: OpInfo, m: re.Match) -> Step:
+    """`%cluster_ctarank`: the block's rank in its cluster (0 without one)."""
+    (o,) = info.outs
+
+    def step(st: Lanes) -> None:
+        st.v[o] = np.asarray(st.rank, dtype=np.int32)
+
+    return step
+
+
+def _cluster_barrier(info: OpInfo, m: re.Match) -> Step:
+    _independent(info)
+    where = waiting_at(info, "dsl.cluster_barrier")
+
+    def step(st: Lanes) -> None:
+        active = _each_active(st)
+        if active.size:
+            st.sync.barrier(warp_index(st), int(active[0]), CLUSTER_BARRIER, None, True, where)
+
+    return step
+
+
+def _remote_arrive(info: OpInfo, m: re.Match) -> Step:
+    """`mapa` to block `cta`'s copy of an mbarrier, and an arrival there."""
+    _independent(info)
+    address, cta = info.args
+
+    def step(st: Lanes) -> None:
+        with st.sync.lock:
+            for lane in _each_active(st):
+                rank = int(_per_lane(st.v[cta], st.n)[lane])
+                st.sync.mbarrier(_mbarrier_address(st, st.v[address], lane), int(lane), rank).arrive()
+            st.sync.changed()
 
     return step
 
@@ -562,6 +614,10 @@ HANDLERS: list[tuple[re.Pattern, Callable[[OpInfo, re.Match], Step]]] = [
                 r"@!done bra wait; \}"), _mbarrier_wait),
     (_NAMED_BARRIER, _named_barrier),
     (_TMA_LOAD, lambda info, m: _tma(info, m, load=True)),
+    (re.compile(r"mov\.u32 \$0, %cluster_ctarank;"), _cluster_rank),
+    (re.compile(r"barrier\.cluster\.arrive\.release; barrier\.cluster\.wait\.acquire;"), _cluster_barrier),
+    (re.compile(r"\{ \.reg \.b32 remote; mapa\.shared::cluster\.u32 remote, \$0, \$1; "
+                r"mbarrier\.arrive\.release\.cluster\.shared::cluster\.b64 _, \[remote\]; \}"), _remote_arrive),
     (_TMA_STORE, lambda info, m: _tma(info, m, load=False)),
 ]
 

@@ -13,7 +13,6 @@ import pytest
 
 import dsl
 from dsl import Tensor, f16, f32, i8, i32
-from dsl.diagnostics import CompileError
 from dsl.interpreter import bits
 from dsl.runtime.driver import LaunchError
 
@@ -201,22 +200,57 @@ def test_an_mbarrier_used_before_init_is_a_fault_of_the_thread():
 
 
 @dsl.kernel(target="sm_90")
-def plain(y: Tensor[f32]):
-    y[dsl.block_idx.x * 32 + dsl.thread_idx.x] = 1.0
+def pass_along(y: Tensor[i32]):
+    """Each block of a cluster of 4 waits for the one before it, which arrives on its mbarrier."""
+    smem = dsl.SharedAllocator()
+    bar = smem.array(dsl.u64, (1,))
+    rank = dsl.cluster_rank()
+    t = dsl.thread_idx.x
+    if t == 0:
+        dsl.mbarrier_init(bar, 0, 1)
+        dsl.fence_mbarrier_init()
+    dsl.cluster_barrier()  # every block's mbarrier exists before any block arrives on another's
+    if rank > 0:
+        dsl.mbarrier_wait(bar, 0, 0)
+    if t == 0:
+        y[dsl.block_idx.x] = dsl.atomic_add(y, 4, 1)  # the order the blocks got here in
+        if rank < 3:
+            dsl.mbarrier_arrive(bar, 0, cta=rank + 1)
+    dsl.cluster_barrier()  # no block exits while another may still arrive on its mbarrier
 
 
 @dsl.jit
-def run_in_clusters(y: Tensor[f32]):
-    plain(y).launch(grid=2, block=32, cluster=(2, 1, 1))
+def run_pass_along(y: Tensor[i32]):
+    pass_along(y).launch(grid=4, block=64, cluster=(4, 1, 1))
 
 
-def test_a_cluster_launch_is_refused_at_the_launch():
-    with pytest.raises(CompileError) as caught:
-        dsl.interpret(run_in_clusters, np.zeros(64, dtype=np.float32))
-    (d,) = caught.value.diagnostics
-    assert d.code == "DSL402" and d.range.line == line_of("plain(y).launch(grid=2, block=32, cluster=(2, 1, 1))")
-    assert d.message == ("kernel 'plain': the interpreter runs one block at a time, not clusters of (2, 1, 1) "
-                         "blocks; launch without cluster= or run this kernel on a GPU")
+def test_blocks_of_a_cluster_run_together_and_reach_each_others_mbarriers():
+    y = np.zeros(5, dtype=np.int32)
+    dsl.interpret(run_pass_along, y)
+    np.testing.assert_array_equal(y, [0, 1, 2, 3, 4])  # block r ran after block r - 1 let it
+
+
+@dsl.jit
+def run_pass_along_without_clusters(y: Tensor[i32]):
+    pass_along(y).launch(grid=4, block=64)
+
+
+def test_without_a_cluster_another_blocks_mbarrier_is_a_fault():
+    """Launched without clusters every block is rank 0 of a cluster of one; the first one
+    arrives on rank 1, which does not exist."""
+    with pytest.raises(LaunchError) as caught:
+        dsl.interpret(run_pass_along_without_clusters, np.zeros(5, dtype=np.int32))
+    assert "block rank 1 is outside the cluster of 1 blocks" in str(caught.value).splitlines()[0]
+
+
+@dsl.jit
+def run_in_uneven_clusters(y: Tensor[i32]):
+    pass_along(y).launch(grid=y.shape[0] - 1, block=64, cluster=(4, 1, 1))  # a run-time grid (DSL204 checks fixed ones)
+
+
+def test_a_grid_of_partial_clusters_is_refused_as_the_driver_refuses_it():
+    with pytest.raises(LaunchError, match=r"the grid \(6, 1, 1\) is not made of whole clusters of \(4, 1, 1\)"):
+        dsl.interpret(run_in_uneven_clusters, np.zeros(7, dtype=np.int32))
 
 
 @dsl.kernel(target="sm_90")
