@@ -55,7 +55,8 @@ def target_value(name: str, target: str | None = None) -> int:
 
 def device_attribute(name: str) -> int:
     """An attribute of the GPU (`"multiprocessor_count"`, `"max_shared_memory_per_block_optin"`,
-    ...): in a `@dsl.jit` function, read by the launcher from the device it launches on."""
+    ...): in a `@dsl.jit` function, read by the launcher from the device it launches on (the
+    one its arrays are on); elsewhere, of the current device (as `torch.cuda` answers)."""
     check_attribute_name(name)
     value = _current_device_attribute(name)  # None without a GPU
     return target_value(name) if value is None else value
