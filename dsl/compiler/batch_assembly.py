@@ -98,23 +98,23 @@ def resources_of(modules: Sequence[str], arch: str, *, timeout: float | None = N
     if ptxas_path() is None:
         return [ToolError("ptxas not found (install nvidia-cuda-nvcc or set KDSL_PTXAS)") for _ in modules]
     limits = (timeout, memory_mb)
-    out: list[dict[str, Resources] | ToolError | None] = [None] * len(modules)
+    found: dict[int, dict[str, Resources] | ToolError] = {}
     batches: dict[int | None, list[tuple[int, str, str]]] = {}  # (position, prefix, renamed text) by alignment
     for i, ptx in enumerate(modules):
         prefix = f"__kdsl_m{i}_"
         text = renamed(ptx, prefix)
         if text is None:
-            out[i] = _ptxas([ptx], arch, limits)
+            found[i] = _ptxas([ptx], arch, limits)
         else:
             batches.setdefault(dynamic_smem_alignment(ptx), []).append((i, prefix, text))
     for batch in batches.values():
-        found = _ptxas([text for _, _, text in batch], arch, limits) if len(batch) > 1 else None
+        together = _ptxas([text for _, _, text in batch], arch, limits) if len(batch) > 1 else None
         for i, prefix, _ in batch:
-            if not isinstance(found, dict):  # alone, or the run failed: which module does ptxas refuse?
-                out[i] = _ptxas([modules[i]], arch, limits)
-            else:
-                out[i] = {name[len(prefix):]: res for name, res in found.items() if name.startswith(prefix)}
-    return [r if r is not None else ToolError("not assembled") for r in out]
+            if isinstance(together, dict):
+                found[i] = {name[len(prefix):]: res for name, res in together.items() if name.startswith(prefix)}
+            else:  # alone, or the run failed: which module does ptxas refuse?
+                found[i] = _ptxas([modules[i]], arch, limits)
+    return [found[i] for i in range(len(modules))]
 
 
 _DYNAMIC_SMEM = re.compile(r"^\s*\.extern\s+\.shared\s+(?:\.align\s+(\d+)\s+)?", re.M)

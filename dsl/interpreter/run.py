@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from dsl.diagnostics import ArgumentError, CompileError
-from dsl.runtime.run import NUMPY_NAMES, compare_to_reference, reference_pairs, synthesized
+from dsl.runtime.run import NUMPY_NAMES, compare_to_reference, jit_function_of, reference_pairs, synthesized
 
 DEFAULT_1D = 4096
 DEFAULT_2D = (128, 128)
@@ -100,19 +100,13 @@ def run_function(source: str, path: str, function: str, *, target: str | None = 
     Returns {ok, message, correct, elapsed_ms, device}; `correct` is None without a reference,
     `diagnostics` (as `Diagnostic.to_dict()`) when compiling or running failed."""
     from dsl.interpreter.jit import call_interpreted
-    from dsl.language.decorators import JitFunction, KernelFunction, hint_overrides
-    from dsl.module_analysis import run_module
+    from dsl.language.decorators import hint_overrides
     from dsl.runtime.driver import LaunchError
 
     result: dict[str, Any] = {"ok": False, "message": "", "correct": None, "elapsed_ms": None, "device": DEVICE}
-    namespace, diags = run_module(source, path)
-    fn = namespace.get(function)
-    if isinstance(fn, KernelFunction):
-        result["message"] = f"'{function}' is a @dsl.kernel; run the @dsl.jit function that launches it"
-        return result
-    if not isinstance(fn, JitFunction):
-        errors = "; ".join(d.format() for d in diags if d.is_error)
-        result["message"] = f"no @dsl.jit function '{function}' in {path}" + (f" ({errors})" if errors else "")
+    fn, problem = jit_function_of(source, path, function)
+    if fn is None:
+        result["message"] = problem
         return result
     rng = np.random.default_rng(0)
     try:

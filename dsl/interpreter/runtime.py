@@ -27,7 +27,7 @@ from dsl.interpreter.program import Program
 from dsl.interpreter.tensor_core_ops import TensorMap
 from dsl.interpreter.values import from_python_int, round_to_bf16
 from dsl.language.types import DType, dtype_from_foreign
-from dsl.runtime.dlpack import INT32_MAX, _check_access
+from dsl.runtime.dlpack import INT32_MAX, _check_access, check_strides
 from dsl.runtime.launch import ArgPacker, Runtime
 
 
@@ -99,12 +99,7 @@ def host_tensor(value: Any, name: str, dtype: str, rank: int, access: tuple | No
         raise ArgumentError(f"argument '{name}' has strides {array.strides} (bytes) that are not multiples of its "
                             f"element size {itemsize}")
     strides = tuple(s // itemsize for s in array.strides)
-    if any(st < 0 and s > 1 for s, st in zip(shape, strides)):
-        raise ArgumentError(f"argument '{name}' has negative strides {strides}; kdsl tensors need non-negative "
-                            "strides (pass a copy in row-major order)")
-    if rank and strides[-1] != 1 and shape[-1] > 1:
-        raise ArgumentError(f"argument '{name}' has innermost stride {strides[-1]}; kdsl tensors need a unit "
-                            "innermost stride (pass a contiguous array, e.g. np.ascontiguousarray)")
+    check_strides(name, shape, strides, rank, "np.ascontiguousarray")
     extent = sum((s - 1) * st for s, st in zip(shape, strides) if s > 1)
     if max(shape, default=0) > INT32_MAX or extent > INT32_MAX:
         raise ArgumentError(f"argument '{name}' spans {extent + 1} elements; kernels index with 32-bit integers")

@@ -298,6 +298,17 @@ def describe(obj: Any) -> tuple:
     return _reader_for(type(obj))(obj)
 
 
+def check_strides(name: str, shape: Any, strides: Any, rank: int, contiguous: str) -> None:
+    """What kdsl tensors need of their strides (`contiguous`: how the user's library makes a
+    contiguous copy): none negative, the innermost one unit."""
+    if any(st < 0 and s > 1 for s, st in zip(shape, strides)):
+        raise ArgumentError(f"argument '{name}' has negative strides {tuple(strides)}; kdsl tensors need "
+                            "non-negative strides (pass a copy in row-major order)")
+    if rank and strides[-1] != 1 and shape[-1] > 1:
+        raise ArgumentError(f"argument '{name}' has innermost stride {strides[-1]}; kdsl tensors need a unit "
+                            f"innermost stride (pass a contiguous array, e.g. {contiguous})")
+
+
 def check_tensor(obj: Any, name: str, dtype: str, rank: int, device: int | None = None,
                  access: tuple | None = None) -> tuple:
     """Validates `obj` against the specialization and the kernels' `access` to it (the
@@ -317,12 +328,7 @@ def check_tensor(obj: Any, name: str, dtype: str, rank: int, device: int | None 
         raise ArgumentError(f"argument '{name}' is on cuda:{dev}, but the launch runs on cuda:{device}")
     if any(s < 0 for s in shape):
         raise ArgumentError(f"argument '{name}' has a negative size in its shape {tuple(shape)}")
-    if any(st < 0 and s > 1 for s, st in zip(shape, strides)):
-        raise ArgumentError(f"argument '{name}' has negative strides {tuple(strides)}; kdsl tensors need "
-                            "non-negative strides (pass a copy in row-major order)")
-    if rank and strides[-1] != 1 and shape[-1] > 1:
-        raise ArgumentError(f"argument '{name}' has innermost stride {strides[-1]}; kdsl tensors need a unit "
-                            "innermost stride (pass a contiguous array, e.g. .contiguous())")
+    check_strides(name, shape, strides, rank, ".contiguous()")
     for s in shape:
         if s > INT32_MAX:
             raise ArgumentError(f"argument '{name}' has a dimension of {s} elements; kernels index with "

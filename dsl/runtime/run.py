@@ -192,6 +192,22 @@ def compare_to_reference(out: Any, ref: Any) -> tuple[bool, str]:
     return ok, f"relative L2 error {err:.2e}"
 
 
+def jit_function_of(source: str, path: str, function: str) -> tuple[Any, str]:
+    """Runs the module and finds its `@dsl.jit` function `function`: (it, "") or (None, why
+    not), for "Run on GPU" and "Run on CPU" alike."""
+    from dsl.language.decorators import JitFunction, KernelFunction
+    from dsl.module_analysis import run_module
+
+    namespace, diags = run_module(source, path)
+    fn = namespace.get(function)
+    if isinstance(fn, KernelFunction):
+        return None, f"'{function}' is a @dsl.kernel; run the @dsl.jit function that launches it"
+    if not isinstance(fn, JitFunction):
+        errors = "; ".join(d.format() for d in diags if d.is_error)
+        return None, f"no @dsl.jit function '{function}' in {path}" + (f" ({errors})" if errors else "")
+    return fn, ""
+
+
 def run_function(source: str, path: str, function: str, *, target: str | None = None,
                  repeat: int | None = None, device: int = 0) -> dict[str, Any]:
     """Runs `function` (a `@dsl.jit` function defined in `source`) on GPU `device`.
@@ -225,19 +241,12 @@ def _run_on(ctx: Any, result: dict[str, Any], source: str, path: str, function: 
     import numpy as np
 
     from dsl.diagnostics import CompileError
-    from dsl.language.decorators import JitFunction, KernelFunction
-    from dsl.module_analysis import run_module
     from dsl.runtime.dlpack import ArgumentError
     from dsl.runtime.jit_call import specialization
 
-    namespace, diags = run_module(source, path)
-    fn = namespace.get(function)
-    if isinstance(fn, KernelFunction):
-        result["message"] = (f"'{function}' is a @dsl.kernel; run the @dsl.jit function that launches it")
-        return result
-    if not isinstance(fn, JitFunction):
-        errors = "; ".join(d.format() for d in diags if d.is_error)
-        result["message"] = f"no @dsl.jit function '{function}' in {path}" + (f" ({errors})" if errors else "")
+    fn, problem = jit_function_of(source, path, function)
+    if fn is None:
+        result["message"] = problem
         return result
     rng = np.random.default_rng(0)
     arrays: list[DeviceArray] = []
