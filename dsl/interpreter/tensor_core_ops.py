@@ -212,8 +212,8 @@ def _ldmatrix(info: OpInfo, m: re.Match) -> Step:
 
 
 def _shared_read(st: Lanes, lanes: np.ndarray, addresses: np.ndarray, nbytes: int, what: str) -> np.ndarray:
-    """`nbytes` bytes at each shared address of a (W, 32) array, read by the lane in the same
-    place: (W, 32, nbytes) uint8, every access checked (alignment too)."""
+    """`nbytes` bytes at each shared address of an array, each read by the lane in the same
+    place of `lanes`: (*shape, nbytes) uint8, every access checked (alignment too)."""
     flat_lanes, flat = lanes.reshape(-1), addresses.reshape(-1)
     data = np.empty((flat.size, nbytes), dtype=np.uint8)
     for region, picked, offsets in _by_region(st, flat_lanes, flat, nbytes, what):
@@ -309,7 +309,7 @@ def _wgmma(info: OpInfo, m: re.Match) -> Step:
             db = _descriptor(int(desc_b[lead]), lead)
             kk, nn = np.meshgrid(np.arange(16), np.arange(n), indexing="ij")
             b_at = _tile_addresses(db, nn, kk, k_major=not trans_b)  # (16, n) for B[k][n]
-            b = _tile(st, lanes[wi], lead, b_at, kind)
+            b = _tile(st, lead, b_at, kind)
             if a_in_registers:  # the m16k16 A fragment of this warp's 16 rows
                 a = np.zeros((16, 16))
                 for j, word in enumerate(a_words):
@@ -319,7 +319,7 @@ def _wgmma(info: OpInfo, m: re.Match) -> Step:
             else:
                 da = _descriptor(int(_per_lane(st.v[args[0]], st.n).astype(np.int64)[lead]), lead)
                 rr, kk2 = np.meshgrid(16 * int(warp_in_group[wi]) + rows16, np.arange(16), indexing="ij")
-                a = _tile(st, lanes[wi], lead, _tile_addresses(da, rr, kk2, k_major=True), kind)
+                a = _tile(st, lead, _tile_addresses(da, rr, kk2, k_major=True), kind)
             d = a @ b  # (16, n)
             r = np.arange(regs)
             lane_rows = _G[:, None] + 8 * ((r[None, :] >> 1) & 1)
@@ -331,15 +331,11 @@ def _wgmma(info: OpInfo, m: re.Match) -> Step:
     return step
 
 
-def _tile(st: Lanes, warp_lanes: np.ndarray, lead: int, addresses: np.ndarray, kind: str) -> np.ndarray:
+def _tile(st: Lanes, lead: int, addresses: np.ndarray, kind: str) -> np.ndarray:
     """The 16-bit elements at shared `addresses` (any shape) as float64, read for lane `lead`'s block."""
-    flat = addresses.reshape(-1).astype(np.int64)
-    lane_of = np.full(flat.size, lead)
-    raw = np.empty((flat.size, 2), dtype=np.uint8)
-    for region, picked, offsets in _by_region(st, lane_of, flat, 2, "dsl.wgmma"):
-        base = region.lane_base[lead] if region.lane_base is not None else 0
-        raw[picked] = region.data[(base + offsets)[:, None] + np.arange(2)]
-    bits = raw.view(np.uint16)[:, 0]
+    at = addresses.astype(np.int64)
+    raw = _shared_read(st, np.full(at.shape, lead), at, 2, "dsl.wgmma")
+    bits = raw.reshape(-1, 2).view(np.uint16)[:, 0]
     if kind == "f16":
         values = bits.view(np.float16).astype(np.float64)
     else:
