@@ -56,6 +56,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import gc
 import json
 import os
 import selectors
@@ -507,6 +508,10 @@ def _warm_up() -> None:
         api.shared_context().enable_multithreading(False)
     with contextlib.suppress(Exception):
         dsl.analyze_source(_WARM_UP, "<kdsl warm-up>")
+    # The warm heap is shared with every fork: left to the collector, a run's first full
+    # collection would write to every object's header and copy all those pages.
+    gc.collect()
+    gc.freeze()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
