@@ -26,6 +26,7 @@ from typing import Any
 
 from dsl.compiler.api import PendingCompile, parse_examples, start_compile
 from dsl.compiler.artifacts import FunctionReport, ModuleReport, Resources
+from dsl.compiler.batch_assembly import Batches
 from dsl.compiler.build_options import BuildOptions
 from dsl.diagnostics import CompileError, Diagnostic, SourceRange
 from dsl.frontend import trace_facts
@@ -176,7 +177,7 @@ def dsl_functions(namespace: dict[str, Any], path: str) -> list[tuple[str, Any]]
 
 
 def analyze_source(source: str, path: str, *, target: str | None = None, until: str = "cubin",
-                   views: bool = True, record: ModuleRun | None = None,
+                   views: bool = True, cubins_on_request: bool = False, record: ModuleRun | None = None,
                    on_progress: Callable[[], None] | None = None,
                    on_traced: Callable[[ModuleReport, int], None] | None = None) -> ModuleReport:
     """Runs and compiles a buffer; every problem is a diagnostic in the report.
@@ -191,11 +192,13 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
     per step). Every function is traced before any is lowered: `on_traced`, when given, gets
     the report as tracing left it (what the tracer and the verifier found; no compiled
     results), with how many functions are still to be lowered and assembled, when any is:
-    an editor can show it while the rest (lowering, ptxas, resources) runs."""
+    an editor can show it while the rest (lowering, ptxas, resources) runs.
+    `cubins_on_request` (the editor's): each kernel's figures come from ptxas runs over many
+    modules, and its cubin is made when a view asks for it (`analysis_options`)."""
     progress = on_progress or (lambda: None)
     namespace, diagnostics = run_module(source, path, record)
     progress()
-    options = analysis_options(views)
+    options = analysis_options(views, cubins_on_request)
     report = ModuleReport(path, diagnostics=diagnostics)
     with _assembling_beside():
         _compile_functions(namespace, path, report, target, until, views, options, progress, on_traced)
@@ -340,8 +343,11 @@ def _start_kernel_spec(fn: KernelFunction, params: list[Any], block: Any, target
     return start_compile(fn, tuple(args), {}, target, until=until, options=options)
 
 
-def analysis_options(views: bool) -> BuildOptions:
-    return BuildOptions(views=views, assembler=assemble_once, start_assembly=start_assembly_once)
+def analysis_options(views: bool, cubins_on_request: bool = False) -> BuildOptions:
+    """`cubins_on_request`: ptxas finds the kernels' figures many modules at a run (`Batches`),
+    and a kernel's cubin is made when something asks for it (`CompiledFunction.assembled_cubin`)."""
+    start = start_figures if cubins_on_request else start_assembly_once
+    return BuildOptions(views=views, assembler=assemble_once, start_assembly=start)
 
 
 # (sha256 of the PTX, architecture) -> what ptxas made of it, most recent last
@@ -369,6 +375,7 @@ def assemble_once(ptx: str, arch: str) -> tuple[bytes, dict[str, Resources], str
 
 _ASSEMBLERS = 2  # ptxas processes beside the compiling thread
 _pool: concurrent.futures.ThreadPoolExecutor | None = None  # while `analyze_source` runs
+_batches: Batches | None = None  # the same analysis's modules assembled for their figures only
 _STARTED: dict[tuple[str, str], concurrent.futures.Future] = {}
 
 
@@ -376,12 +383,13 @@ _STARTED: dict[tuple[str, str], concurrent.futures.Future] = {}
 def _assembling_beside() -> Iterator[None]:
     """Threads that run ptxas while the module's functions compile, for one analysis: none is
     left behind (a warm run process that keeps a thread is retired, see `lsp.zygote`)."""
-    global _pool
+    global _pool, _batches
     _pool = concurrent.futures.ThreadPoolExecutor(_ASSEMBLERS, "ptxas")
+    _batches = Batches(_pool, _ASSEMBLERS)
     try:
         yield
     finally:
-        pool, _pool = _pool, None
+        pool, _pool, _batches = _pool, None, None
         pool.shutdown(wait=True, cancel_futures=True)
         _STARTED.clear()
 
@@ -402,3 +410,18 @@ def start_assembly_once(ptx: str, arch: str) -> Callable[[], tuple[bytes, dict[s
         return assemble_once(ptx, arch)
 
     return wait
+
+
+def start_figures(ptx: str, arch: str) -> Callable[[], tuple[bytes | None, dict[str, Resources], str]]:
+    """The kernels' figures without a cubin, found with the analysis's other modules
+    (`Batches`): a file of a hundred kernels pays for a few ptxas start-ups, not a hundred.
+    A module that uses tensor cores is assembled alone, cubin and all: its SASS gives the
+    tensor-core mix that hover shows. So is one the batches cannot rename, and any outside
+    an analysis."""
+    from dsl.compiler.batch_assembly import renamed
+    from dsl.compiler.pipeline import uses_tensor_cores
+
+    if _batches is None or uses_tensor_cores(ptx) or renamed(ptx, "") is None:
+        return start_assembly_once(ptx, arch)
+    wait = _batches.start(ptx, arch)
+    return lambda: (None, wait(), "")

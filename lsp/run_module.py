@@ -109,9 +109,12 @@ def serve(request: dict[str, Any], on_progress: Any = None, on_traced: Any = Non
     try:
         record = ModuleRun()
         with _module_dir_on_path(path):
-            until = "ptx" if request.get("assemble") is False else "cubin"  # lint assembles many at once
+            # lint assembles many files' PTX at once; the editor's kernels get their figures from
+            # ptxas runs over many modules, their cubins when a view asks for one
+            until = "ptx" if request.get("assemble") is False else "cubin"
             report = dsl.analyze_source(str(request.get("source", "")), path, target=request.get("target"),
-                                        until=until, views=request.get("views") is not False, record=record,
+                                        until=until, views=request.get("views") is not False,
+                                        cubins_on_request=True, record=record,
                                         on_progress=on_progress, on_traced=traced)
         imported = None if record.import_failed else record.imported
         return {"report": _ENCODER.encode(report, known, imported)}

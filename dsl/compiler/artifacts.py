@@ -15,6 +15,8 @@ from dsl.diagnostics import Diagnostic, SourceRange
 from dsl.frontend.trace_facts import ValueFact
 from dsl.records import Record, from_json_fields, to_json_fields
 
+ASSEMBLY_TIMEOUT_S = 60.0  # a cubin made on request (the analysis already assembled this PTX once)
+
 
 @dataclass
 class Resources(Record):
@@ -149,10 +151,21 @@ class CompiledFunction(Record):
     def ptx(self) -> str:
         return self.stages["ptx"]
 
+    def assembled_cubin(self) -> bytes | None:
+        """The cubin; made from the PTX on first use when the compile found only the kernels'
+        figures (an editor's analysis: `dsl.module_analysis.analysis_options`). Raises the
+        `ToolError` of a ptxas that fails or runs past `ASSEMBLY_TIMEOUT_S`."""
+        if self.cubin is None and "ptx" in self.stages:
+            from dsl.compiler.toolchain import assemble, ptxas_path
+
+            if ptxas_path() is not None:
+                self.cubin = assemble(self.stages["ptx"], self.target, timeout=ASSEMBLY_TIMEOUT_S)[0]
+        return self.cubin
+
     @property
     def sass(self) -> str | None:
         """SASS from nvdisasm, computed on first use (the disassembler takes ~1 s to start)."""
-        if "sass" not in self.stages and self.cubin is not None:
+        if "sass" not in self.stages and self.assembled_cubin() is not None:
             from dsl.compiler.source_maps import sass_view
 
             view = sass_view(self.cubin)
@@ -194,13 +207,14 @@ class CompiledFunction(Record):
 
     @property
     def available_stages(self) -> list[str]:
-        """The stages that exist or can be made on request (SASS needs the cubin and nvdisasm; a
-        jit function's C entry point is translated from its launcher)."""
+        """The stages that exist or can be made on request (SASS needs the cubin, or the PTX and
+        ptxas, and nvdisasm; a jit function's C entry point is translated from its launcher)."""
         from dsl.compiler.stages import ordered
-        from dsl.compiler.toolchain import nvdisasm_path
+        from dsl.compiler.toolchain import nvdisasm_path, ptxas_path
 
         names = list(self.stages)
-        if "sass" not in names and self.cubin is not None and nvdisasm_path() is not None:
+        assemblable = self.cubin is not None or ("ptx" in names and ptxas_path() is not None)
+        if "sass" not in names and assemblable and nvdisasm_path() is not None:
             names.append("sass")
         if "c" not in names and "launcher" in self.stages:  # a jit function's C entry point (`kdsl export`)
             names.append("c")

@@ -14,20 +14,26 @@ largest), and a module whose symbol is also an instruction name (a kernel called
 could not be renamed textually without touching the instruction, so it runs alone.
 
 Only resources come back, not cubins: lint shows diagnostics, never runs or disassembles
-the code. When the combined run fails, each module runs alone, so an error names the one
-module it belongs to, with ptxas's own message. Every run has a time limit per module and
-a memory cap, as the analysis runs that would otherwise have run ptxas have. `tests/compiler/test_batch_assembly.py`
-checks the figures against one ptxas run per module for every example.
+the code, and the editor makes a kernel's cubin only when a view asks for it
+(`CompiledFunction.assembled_cubin`; `Batches` collects one analysis's modules). When the
+combined run fails, each module runs alone, so an error names the one module it belongs
+to, with ptxas's own message. Every run has a time limit per module and a memory cap, as
+the analysis runs that would otherwise have run ptxas have.
+`tests/compiler/test_batch_assembly.py` checks the figures against one ptxas run per module
+for every example.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import dataclasses
+import hashlib
 import re
 import resource
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dsl.compiler.artifacts import Resources
@@ -39,6 +45,7 @@ _CALLABLE_NAME = re.compile(r"([A-Za-z_$%][\w$]*)\s*\(")
 _VARIABLE_NAME = re.compile(r"([A-Za-z_$%][\w$]*)\s*(?:\[|;|=)")
 _OPCODE = re.compile(r"^\s*(?:@!?%\w+\s+)?([A-Za-z_]\w*)")
 _LINE_INFO = (".loc", ".file")
+BATCH = 24  # modules per ptxas run: start-up amortized, batches still small enough to overlap compiling
 
 
 def module_symbols(ptx: str) -> list[str]:
@@ -153,3 +160,50 @@ def _ptxas(texts: list[str], arch: str, limits: tuple[float | None, int]) -> dic
     if proc.returncode != 0:
         return ToolError(log.strip())
     return parse_ptxas_info(log)
+
+
+class Batches:
+    """One analysis's modules, assembled for their figures `BATCH` to a ptxas run in `pool`'s
+    threads while the caller lowers the next functions. Waiting for a module not yet sent
+    sends everything collected, split over `threads` runs (nothing is left to compile beside
+    them). A module met twice (a kernel compiled alone and inside the jit that launches it)
+    is assembled once. Not thread-safe: one compiling thread starts and waits."""
+
+    def __init__(self, pool: concurrent.futures.Executor, threads: int):
+        self._pool = pool
+        self._threads = max(1, threads)
+        self._collected: dict[str, list[tuple[str, str]]] = {}  # arch -> (key, ptx) not yet sent
+        self._sent: dict[str, tuple[concurrent.futures.Future, int]] = {}  # key -> (its run, its place)
+
+    def start(self, ptx: str, arch: str) -> Callable[[], dict[str, Resources]]:
+        """Queues `ptx`; the returned function waits for its kernels' figures (raises the
+        `ToolError` ptxas gave the module)."""
+        key = f"{hashlib.sha256(ptx.encode()).hexdigest()}:{arch}"
+        waiting = self._collected.setdefault(arch, [])
+        if key not in self._sent and all(k != key for k, _ in waiting):
+            waiting.append((key, ptx))
+            if len(waiting) >= BATCH:
+                self._send(arch, self._collected.pop(arch))
+
+        def wait() -> dict[str, Resources]:
+            if key not in self._sent:
+                self._send_all()
+            run, place = self._sent[key]
+            found = run.result()[place]
+            if isinstance(found, ToolError):
+                raise found
+            return {name: dataclasses.replace(res) for name, res in found.items()}  # the caller fills them in
+
+        return wait
+
+    def _send_all(self) -> None:
+        for arch in list(self._collected):
+            left = self._collected.pop(arch)
+            share = -(-len(left) // self._threads)
+            for start in range(0, len(left), share):
+                self._send(arch, left[start:start + share])
+
+    def _send(self, arch: str, modules: list[tuple[str, str]]) -> None:
+        run = self._pool.submit(resources_of, [ptx for _, ptx in modules], arch)
+        for place, (key, _) in enumerate(modules):
+            self._sent[key] = (run, place)

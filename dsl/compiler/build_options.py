@@ -29,12 +29,15 @@ class BuildOptions:
     while_assembling: Callable[[], None] | None = None
     # PTX, target -> a wait for what `assembler` gives: starts the assembly and returns at once,
     # so a caller compiling many functions (`dsl.compiler.api.start_compile`) traces the next
-    # one while ptxas runs in its own process
-    start_assembly: Callable[[str, str], Callable[[], tuple[bytes, dict[str, Resources], str]]] | None = None
+    # one while ptxas runs in its own process; a cubin of None: the figures only, the cubin
+    # is made on request (`CompiledFunction.assembled_cubin`)
+    start_assembly: Callable[[str, str], Callable[[], tuple[bytes | None, dict[str, Resources], str]]] | None = None
 
     def cache_tag(self) -> str:
         """What distinguishes this build's result in the in-memory cache."""
         tag = "" if self.views else " without views"
         if self.assembler is not None:
             tag += f" assembled by {self.assembler.__module__}.{self.assembler.__qualname__}"
+        if self.start_assembly is not None:
+            tag += f" started by {self.start_assembly.__module__}.{self.start_assembly.__qualname__}"
         return tag

@@ -213,13 +213,17 @@ def stage_cubin(build: Build) -> None:
                                                         options.while_assembling)
     except toolchain.ToolError as err:
         raise StageError([Diagnostic.make("DSL402", f"ptxas failed: {err}", build.fallback_range)]) from None
-    build.cubin = cubin
+    build.cubin = cubin  # None: the assembler found the figures only (made on request: `CompiledFunction`)
     build.resources = resources
-    if build.options.views and _TENSOR_CORE_PTX.search(build.texts["ptx"]):
+    if build.options.views and cubin is not None and uses_tensor_cores(build.texts["ptx"]):
         count_tensor_core_instructions(build)
 
 
 _TENSOR_CORE_PTX = re.compile(r"^\s*(?:mma\.sync|wgmma\.mma_async)", re.M)
+
+
+def uses_tensor_cores(ptx: str) -> bool:
+    return _TENSOR_CORE_PTX.search(ptx) is not None
 
 
 def count_tensor_core_instructions(build: Build) -> None:
@@ -238,7 +242,7 @@ def count_tensor_core_instructions(build: Build) -> None:
 
 
 def stage_sass(build: Build) -> None:
-    if "sass" in build.texts:  # made with the tensor-core mix already
+    if "sass" in build.texts or build.cubin is None:  # made with the tensor-core mix already; or no cubin yet
         return
     view = source_maps.sass_view(build.cubin)
     if view is not None:

@@ -12,7 +12,8 @@ of lines, compiles to the same result with every line of that file shifted by th
 stage's text. Whatever it cannot shift exactly — a text that names another file, a stage it
 does not know — makes it answer None, and the function is compiled again. The cubin is kept
 as it is; the lines its line table names are shifted when its SASS is shown
-(`CompiledFunction.cubin_line_shift`).
+(`CompiledFunction.cubin_line_shift`). A result without a cubin yet gets one made from its
+moved PTX, which names the moved lines.
 """
 
 from __future__ import annotations
@@ -68,9 +69,10 @@ def relocate_entry(entry: Entry, file: str, delta: int) -> Entry | None:
     moved_compiled.diagnostics = relocate(compiled.diagnostics, file, file, delta)
     moved_compiled.kernels = relocate(compiled.kernels, file, file, delta)
     moved_compiled.launches = [_launch(launch, file, delta) for launch in compiled.launches]
-    cubin_shift = dict(compiled.cubin_line_shift)
-    cubin_shift[file] = cubin_shift.get(file, 0) + delta
-    moved_compiled.cubin_line_shift = cubin_shift
+    if compiled.cubin is not None:  # one made later is made from the moved PTX: at the moved lines already
+        cubin_shift = dict(compiled.cubin_line_shift)
+        cubin_shift[file] = cubin_shift.get(file, 0) + delta
+        moved_compiled.cubin_line_shift = cubin_shift
     # not a field: lets a report's wire say "that result, moved" (weak: no chain of old versions)
     moved_compiled.moved_from = (weakref.ref(compiled), file, delta)
     return moved_compiled, relocate(diagnostics, file, file, delta), moved_facts

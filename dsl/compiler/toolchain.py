@@ -135,11 +135,12 @@ def parse_ptxas_info(text: str) -> dict[str, Resources]:
     return out
 
 
-def assemble(ptx: str, arch: str, while_running: Callable[[], None] | None = None
-             ) -> tuple[bytes, dict[str, Resources], str]:
+def assemble(ptx: str, arch: str, while_running: Callable[[], None] | None = None, *,
+             timeout: float | None = None) -> tuple[bytes, dict[str, Resources], str]:
     """Runs ptxas: returns (cubin, resources per kernel, ptxas log).
 
-    `while_running` is called once ptxas has started, to use the time its process takes.
+    `while_running` is called once ptxas has started, to use the time its process takes;
+    past `timeout` seconds ptxas is killed and that is a `ToolError`.
     """
     path = ptxas_path()
     if path is None:
@@ -153,7 +154,12 @@ def assemble(ptx: str, arch: str, while_running: Callable[[], None] | None = Non
             if while_running is not None:
                 while_running()
         finally:
-            log, _ = proc.communicate()
+            try:
+                log, _ = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise ToolError(f"ptxas did not finish within {timeout:g} s") from None
         if proc.returncode != 0:
             raise ToolError(log.strip())
         return dst.read_bytes(), parse_ptxas_info(log), log

@@ -299,8 +299,10 @@ def c_stage(compiled: object) -> str:
     try:
         plan = read_launcher(launcher)
         target = getattr(compiled, "target", plan.target)
+        assembled = getattr(compiled, "assembled_cubin", None)  # an editor's result makes its cubin on request
+        cubin = assembled() if assembled is not None else getattr(compiled, "cubin", None)
         fn = FunctionExport(name, name, "", params_from_plan(plan), [Specialization(
-            plan.specialization, {}, [Build(target, plan, getattr(compiled, "cubin", None),
+            plan.specialization, {}, [Build(target, plan, cubin,
                                         list(getattr(compiled, "kernels", [])))])])
         export = Export(name, [fn], "kdsl export")
         n = _number(export)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsl.compiler.artifacts import FunctionReport, ModuleReport
 from dsl.compiler.stages import TEXT_STAGES, language_of, ordered
+from dsl.compiler.toolchain import ToolError
 from lsp.capabilities import CAPABILITIES_REQUEST, capabilities_response
 from lsp.convert import source_lines, to_json, to_lsp_range
 from lsp.features.diagnostics import current_report
@@ -81,12 +82,15 @@ def ir_response(report: ModuleReport | None, text: str, function: str, stage: st
 def _stage_text(compiled: Any, stage: str) -> str | None:
     """A stage's text; the ones made on request are made here: SASS (nvdisasm), and a jit
     function's C entry point, from its launcher (what `kdsl export` writes)."""
-    if stage == "sass":
-        return compiled.sass
-    if stage == "c" and "launcher" in compiled.stages:
-        from dsl.export.emit_c import c_stage
+    try:  # both need the cubin: assembled first, where the analysis left it to be made on request
+        if stage == "sass":
+            return compiled.sass
+        if stage == "c" and "launcher" in compiled.stages:
+            from dsl.export.emit_c import c_stage
 
-        return c_stage(compiled)
+            return c_stage(compiled)
+    except ToolError as err:
+        return f"// {compiled.name}: no {stage!r} stage: ptxas failed: {err}\n"
     return compiled.stages.get(stage)
 
 
@@ -132,7 +136,7 @@ def register(server: KdslLanguageServer) -> None:
         report = await current_report(ls, uri)
         state = ls.documents.get(uri) or state
         text = state.report_text or state.text
-        if stage == "sass":  # nvdisasm takes about a second: keep the event loop free
+        if stage in ("sass", "c"):  # ptxas and nvdisasm take up to a second: keep the event loop free
             return await asyncio.get_running_loop().run_in_executor(
                 None, ir_response, report, text, function, stage)
         return ir_response(report, text, function, stage)

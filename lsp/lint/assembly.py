@@ -18,13 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dsl.compiler.artifacts import FunctionReport, ModuleReport, Resources
-from dsl.compiler.batch_assembly import Timeout, resources_of
+from dsl.compiler.batch_assembly import BATCH, Timeout, resources_of
 from dsl.compiler.resource_checks import resource_diagnostics
 from dsl.compiler.toolchain import ToolError
 from dsl.diagnostics import Diagnostic
 from dsl.targets import get_target
-
-BATCH = 24  # modules per ptxas run: start-up amortized, batches still small enough to overlap the runs
 
 
 @dataclass

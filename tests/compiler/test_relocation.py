@@ -3,6 +3,8 @@ result is exactly what compiling them at their new lines gives."""
 
 from __future__ import annotations
 
+import pytest
+
 import dsl
 from dsl.compiler import cache
 from dsl.compiler.artifacts import FunctionReport, LaunchFact, ModuleReport
@@ -56,20 +58,32 @@ def _same(moved: FunctionReport, fresh: FunctionReport) -> None:
     assert a.source_maps["sass"] == b.source_maps["sass"]
 
 
-def test_moved_functions_are_shifted_exactly_as_compiling_them_there(tmp_path):
+@pytest.mark.parametrize("cubins_on_request", [False, True], ids=["cubin kept", "cubin made on request"])
+def test_moved_functions_are_shifted_exactly_as_compiling_them_there(tmp_path, cubins_on_request):
+    """With cubins made on request (the editor's), a moved result has none yet: the one made
+    later, from the moved PTX, must name the moved lines without a shift of its own."""
     path = str(tmp_path / "m.py")
-    dsl.analyze_source(SOURCE, path)
-    for edited in (SOURCE.replace("import dsl\n", "import dsl\n\n\n# three lines more\n", 1),
-                   SOURCE.replace("\n\ndef twice", "def twice", 1)):  # two lines fewer
-        moved = _functions(dsl.analyze_source(edited, path))
+
+    def analyze(text: str) -> dict[str, FunctionReport]:
+        return _functions(dsl.analyze_source(text, path, cubins_on_request=cubins_on_request))
+
+    analyze(SOURCE)
+    for first, edited in ((True, SOURCE.replace("import dsl\n", "import dsl\n\n\n# three lines more\n", 1)),
+                          (False, SOURCE.replace("\n\ndef twice", "def twice", 1))):  # two lines fewer
+        moved = analyze(edited)
         # every function moved: none was compiled, each result was shifted
-        assert all(f.compiled is None or f.compiled.cubin_line_shift for f in moved.values())
+        assert all(f.compiled is None or hasattr(f.compiled, "moved_from") for f in moved.values())
+        for f in moved.values():
+            if f.compiled is not None:  # a cubin's lines are shifted; one not made yet needs no shift
+                assert bool(f.compiled.cubin_line_shift) == (f.compiled.cubin is not None)
+                # later ones move results whose SASS this test made, and so their cubins
+                assert not first or (f.compiled.cubin is None) == cubins_on_request
         cache.MEMORY.clear()
-        fresh = _functions(dsl.analyze_source(edited, path))
+        fresh = analyze(edited)
         assert moved.keys() == fresh.keys() == {"scale", "unannotated", "run_scale"}
         for name in fresh:
             _same(moved[name], fresh[name])
-        dsl.analyze_source(SOURCE, path)  # back to where the next edit starts from
+        analyze(SOURCE)  # back to where the next edit starts from
 
 
 def test_the_moved_diagnostics_point_at_the_new_lines(tmp_path):

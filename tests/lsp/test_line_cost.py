@@ -14,7 +14,7 @@ from lsprotocol import types
 
 from dsl.compiler import toolchain
 from dsl.compiler.source_maps import LineCost, sass_line_costs
-from tests.lsp.conftest import DATA, ROOT, initialize, open_file, pos, read, report_of, tdi
+from tests.lsp.conftest import DATA, ROOT, initialize, open_file, pos, read, report_of, tdi, wait_until
 
 needs_nvdisasm = pytest.mark.skipif(toolchain.nvdisasm_path() is None, reason="nvdisasm is not installed")
 
@@ -77,6 +77,30 @@ async def test_line_cost_hints_end_each_kernel_line_when_switched_on(client):
                     if h.position.character == len(lines[h.position.line])]
     assert at_line_ends == [(line - 1, len(lines[line - 1]), costs[line].summary()) for line in sorted(costs)]
     assert any(c.global_memory for c in costs.values()) and any(c.shared_memory for c in costs.values())
+
+
+@needs_nvdisasm
+async def test_line_cost_hints_move_with_the_kernel(client):
+    """A line added above: the kernel's result is moved, not compiled again, and its cubin is
+    made from the moved PTX, so every figure stands one line lower (not where it was)."""
+    await initialize(client, inlayHints={"lineCost": True})
+    uri = open_file(client, "typed_values.py")
+    whole = types.Range(start=pos(0, 0), end=pos(41, 0))
+
+    async def cost_labels() -> list[tuple[int, str]]:
+        found = await client.text_document_inlay_hint_async(types.InlayHintParams(text_document=tdi(uri), range=whole))
+        return [(h.position.line, str(h.label)) for h in found or [] if "SASS" in str(h.label)]
+
+    before = await cost_labels()
+    assert before
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text="# moved\n" + read("typed_values.py"))],
+    ))
+    published = client.published  # type: ignore[attr-defined]
+    await wait_until(lambda: len([p for p in published if p.uri == uri and p.version == 2]) >= 2,
+                     what="the compiler tier's diagnostics of version 2")
+    assert await cost_labels() == [(line + 1, label) for line, label in before]
 
 
 async def test_line_cost_is_off_by_default(client):
