@@ -16,6 +16,7 @@ import contextlib
 import copy
 import dataclasses
 import hashlib
+import json
 import linecache
 import os
 import sys
@@ -177,7 +178,8 @@ def dsl_functions(namespace: dict[str, Any], path: str) -> list[tuple[str, Any]]
 
 
 def analyze_source(source: str, path: str, *, target: str | None = None, until: str = "cubin",
-                   views: bool = True, cubins_on_request: bool = False, record: ModuleRun | None = None,
+                   views: bool = True, cubins_on_request: bool = False, helpers: int = 0,
+                   record: ModuleRun | None = None,
                    on_progress: Callable[[], None] | None = None,
                    on_traced: Callable[[ModuleReport, int], None] | None = None) -> ModuleReport:
     """Runs and compiles a buffer; every problem is a diagnostic in the report.
@@ -194,14 +196,15 @@ def analyze_source(source: str, path: str, *, target: str | None = None, until: 
     results), with how many functions are still to be lowered and assembled, when any is:
     an editor can show it while the rest (lowering, ptxas, resources) runs.
     `cubins_on_request` (the editor's): each kernel's figures come from ptxas runs over many
-    modules, and its cubin is made when a view asks for it (`analysis_options`)."""
+    modules, and its cubin is made when a view asks for it (`analysis_options`). `helpers=1`
+    forks a helper that lowers half of the functions, when there are many (`_LoweringHelper`)."""
     progress = on_progress or (lambda: None)
     namespace, diagnostics = run_module(source, path, record)
     progress()
     options = analysis_options(views, cubins_on_request)
     report = ModuleReport(path, diagnostics=diagnostics)
     with _assembling_beside():
-        _compile_functions(namespace, path, report, target, until, views, options, progress, on_traced)
+        _compile_functions(namespace, path, report, target, until, views, options, progress, on_traced, helpers)
     report.functions.sort(key=lambda f: f.range.line)
     return report
 
@@ -238,7 +241,7 @@ class _Started:
 
 def _compile_functions(namespace: dict[str, Any], path: str, report: ModuleReport, target: str | None, until: str,
                        views: bool, options: BuildOptions, progress: Callable[[], None],
-                       on_traced: Callable[[ModuleReport, int], None] | None) -> None:
+                       on_traced: Callable[[ModuleReport, int], None] | None, helpers: int = 0) -> None:
     """Traces every function, then lowers each to PTX (ptxas starting on its PTX while the
     next one lowers), then collects the results in order. Jit functions first: the
     specializations their launches give their kernels are needed before those are traced."""
@@ -293,14 +296,99 @@ def _compile_functions(namespace: dict[str, Any], path: str, report: ModuleRepor
                                      functions=sorted(done + [f.report(finished=False) for f in started],
                                                       key=lambda f: f.range.line))
         on_traced(traced_report, waiting)
+    helper = _LoweringHelper.start(started, helpers)
     for function in started:
         for pending in function.compiles:
-            pending.lower()
+            if not helper.takes(pending):
+                pending.lower()
         progress()
+    helper.adopt()
     for function in started:
         done.append(function.report(finished=True))
         progress()
     report.functions.extend(done)
+
+
+HELPED_FROM = 8  # functions to lower before a helper pays for its fork and its answer
+
+
+class _LoweringHelper:
+    """A fork that lowers and assembles the second half of the functions still to lower
+    while this process takes the first: the editor opening a file of many kernels uses two
+    cores. A copy of this process after tracing, it runs none of the module's code, only the
+    compiler, and answers on a pipe; its results are adopted here (`PendingCompile.adopt`)
+    with this process's own records of the launches. A helper that fails or dies leaves its
+    share to be lowered here. None is forked for fewer than `HELPED_FROM` functions, with
+    `helpers=0` or without `os.fork`."""
+
+    def __init__(self, share: list[PendingCompile], pid: int | None, answer: int | None):
+        self.share, self.pid, self.answer = share, pid, answer
+        self._ids = {id(p) for p in share}
+
+    @classmethod
+    def start(cls, started: list[_Started], helpers: int) -> _LoweringHelper:
+        waiting = [p for function in started for p in function.compiles if p.lower_step is not None]
+        if helpers < 1 or len(waiting) < HELPED_FROM or not hasattr(os, "fork"):
+            return cls([], None, None)
+        share = waiting[len(waiting) // 2:]
+        read_end, write_end = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as err:  # no process to spare: everything is lowered here
+            print(f"kdsl: no lowering helper ({err}); lowering every function in this process", file=sys.stderr)
+            os.close(read_end)
+            os.close(write_end)
+            return cls([], None, None)
+        if pid == 0:
+            try:
+                os.close(read_end)
+                _serve_share(share, write_end)
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        return cls(share, pid, read_end)
+
+    def takes(self, pending: PendingCompile) -> bool:
+        return id(pending) in self._ids
+
+    def adopt(self) -> None:
+        if self.pid is None or self.answer is None:
+            return
+        try:
+            with os.fdopen(self.answer, "rb") as answer:
+                results = json.loads(answer.read() or b"null")
+        except ValueError:
+            results = None
+        finally:
+            _, status = os.waitpid(self.pid, 0)
+        if not isinstance(results, list) or len(results) != len(self.share):
+            print(f"kdsl: the lowering helper failed (wait status {status}); lowering its share here",
+                  file=sys.stderr)
+            return  # each `result()` lowers its function here
+        from dsl.compiler.artifacts import CompiledFunction
+
+        for pending, result in zip(self.share, results):
+            compiled = CompiledFunction.from_dict(result["compiled"]) if result["compiled"] is not None else None
+            pending.adopt(compiled, [Diagnostic.from_dict(d) for d in result["diagnostics"]])
+
+
+def _serve_share(share: list[PendingCompile], out: int) -> None:
+    """The helper's work: lower and assemble its share, with ptxas threads of its own (a fork
+    has none of its parent's), and write the results as one JSON document."""
+    global _pool, _batches
+    _pool = concurrent.futures.ThreadPoolExecutor(_ASSEMBLERS, "ptxas")
+    _batches = Batches(_pool, _ASSEMBLERS)
+    _STARTED.clear()
+    for pending in share:  # every module's PTX first, so ptxas takes them in batches
+        pending.lower()
+    results = []
+    for pending in share:
+        compiled, diagnostics = pending.result()
+        results.append({"compiled": compiled.to_dict() if compiled is not None else None,
+                        "diagnostics": [d.to_dict() for d in diagnostics]})
+    data = memoryview(json.dumps(results).encode())
+    while data:
+        data = data[os.write(out, data):]
 
 
 def _recording(views: bool) -> contextlib.AbstractContextManager[trace_facts.FactRecorder | None]:

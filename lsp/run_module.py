@@ -110,11 +110,13 @@ def serve(request: dict[str, Any], on_progress: Any = None, on_traced: Any = Non
         record = ModuleRun()
         with _module_dir_on_path(path):
             # lint assembles many files' PTX at once; the editor's kernels get their figures from
-            # ptxas runs over many modules, their cubins when a view asks for one
+            # ptxas runs over many modules, their cubins when a view asks for one, and a file of
+            # many kernels is lowered on two cores (lint runs files in parallel instead)
             until = "ptx" if request.get("assemble") is False else "cubin"
+            views = request.get("views") is not False
             report = dsl.analyze_source(str(request.get("source", "")), path, target=request.get("target"),
-                                        until=until, views=request.get("views") is not False,
-                                        cubins_on_request=True, record=record,
+                                        until=until, views=views, cubins_on_request=True,
+                                        helpers=1 if views and (os.cpu_count() or 1) > 1 else 0, record=record,
                                         on_progress=on_progress, on_traced=traced)
         imported = None if record.import_failed else record.imported
         return {"report": _ENCODER.encode(report, known, imported)}

@@ -192,12 +192,22 @@ class PendingCompile:
     lower_step: Callable[[], Callable[[], tuple[CompiledFunction | None, list[Diagnostic]]]] | None
     finish: Callable[[], tuple[CompiledFunction | None, list[Diagnostic]]] | None = None
     _result: tuple[CompiledFunction | None, list[Diagnostic]] | None = None
+    adopt_step: Callable[[CompiledFunction | None, list[Diagnostic]],
+                         tuple[CompiledFunction | None, list[Diagnostic]]] | None = None
 
     def lower(self) -> None:
         if self.lower_step is not None:
             step, self.lower_step = self.lower_step, None
             with ops.generic_views():
                 self.finish = step()
+
+    def adopt(self, compiled: CompiledFunction | None, diagnostics: list[Diagnostic]) -> None:
+        """Takes the result that `lower()` and `result()` gave in a copy of this process (a
+        forked helper that lowered a share of a file's functions: `dsl.module_analysis`), as if
+        they had run here: it keeps this process's records of the launches, and is cached."""
+        assert self.lower_step is not None and self.adopt_step is not None, "adopted before it was lowered"
+        self.lower_step = None
+        self._result = self.adopt_step(compiled, diagnostics)
 
     def result(self) -> tuple[CompiledFunction | None, list[Diagnostic]]:
         if self._result is None:
@@ -277,7 +287,15 @@ def _start_compile(fn: Any, args: tuple, kwargs: dict | None, target: str | None
 
         return finish
 
-    return PendingCompile(launches, sink.items, lower)
+    def adopt(compiled: CompiledFunction | None, diagnostics: list[Diagnostic]
+              ) -> tuple[CompiledFunction | None, list[Diagnostic]]:
+        sink.items[:] = diagnostics
+        if compiled is not None:  # a failure is not kept: it may have been the helper's own
+            compiled.launches = launches
+            cache.MEMORY.put(key, (compiled, tuple(sink.items), facts), shape)
+        return compiled, sink.items
+
+    return PendingCompile(launches, sink.items, lower, adopt_step=adopt)
 
 
 def _moved(shape_key: str, places: tuple[cache.Place, ...]) -> tuple | None:
