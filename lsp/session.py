@@ -45,6 +45,11 @@ class DocumentState:
     traced_version: int | None = None
     traced_text: str | None = None  # the text `traced` was made from
     traced_fresh: asyncio.Event = field(default_factory=asyncio.Event)  # set once `traced` is for `version`
+    # the latest report of a version that ran (it has functions), or what tracing found of a
+    # newer one, and its text: while typing breaks the syntax, the facts the editor shows
+    # (inlay types, semantic tokens) come from it, in whatever order requests and reports came
+    ran: ModuleReport | None = None
+    ran_text: str | None = None
     analysis: asyncio.Task[None] | None = None  # the debounced compiler-tier run, if any
     static_run: asyncio.Task[None] | None = None  # the instant tier of a big document, if running
     fresh: asyncio.Event = field(default_factory=asyncio.Event)  # set once `report` is for `version`
@@ -130,6 +135,10 @@ class DocumentStore:
         state = self._docs.get(uri)
         if state is None or state.version != version:
             return None
+        if report.functions:
+            state.ran, state.ran_text = report, text
+        elif state.traced is not None:  # tracing of a version newer than any report that ran
+            state.ran, state.ran_text = state.traced, state.traced_text
         state.report, state.report_version, state.report_text = report, version, text
         state.traced = state.traced_version = state.traced_text = None
         state.report_imported = imported

@@ -258,4 +258,5 @@ def _settings_changed(ls: KdslLanguageServer) -> None:
     for state in ls.documents.all():
         if not ls.settings.trusted:
             state.report = state.report_version = state.report_text = None
+            state.ran = state.ran_text = None
         check(ls, state, debounce=False)

@@ -65,17 +65,19 @@ _TRACED: dict[str, Traced] = {}  # uri -> what its latest useful report traced
 
 def traced(uri: str, state: DocumentState) -> Traced | None:
     """What the document's latest report traced; a report of a version that did not run (a
-    syntax error while typing: no functions) keeps the one before, whose facts still stand
-    where the text did not move."""
-    report = state.report
+    syntax error while typing: no functions) gives way to the latest that did
+    (`DocumentState.ran`), whose facts still stand where the text did not move."""
+    report, text = state.report, state.report_text
     if report is None:
         return None
+    if not report.functions and state.ran is not None:
+        report, text = state.ran, state.ran_text
     known = _TRACED.get(uri)
-    if known is not None and (known.report is report or not report.functions):
+    if known is not None and known.report is report:
         return known
     if len(_TRACED) > 64:
         _TRACED.clear()
-    known = _TRACED[uri] = Traced(report, state.report_text, report_facts(report, state.path))
+    known = _TRACED[uri] = Traced(report, text, report_facts(report, state.path))
     return known
 
 
