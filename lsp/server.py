@@ -187,6 +187,15 @@ class KdslLanguageServer(LanguageServer):
         except Exception as exc:
             log.warning("analysis worker did not start: %s", exc)
 
+    async def warm_up_names(self) -> None:
+        """Loads jedi's picture of `dsl` and the API catalogue in a thread (`jedi_use.warm_up`)."""
+        from lsp.features import jedi_use
+
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, jedi_use.warm_up)
+        except Exception as exc:  # the first completion then loads it, and fails the same way, visibly
+            log.warning("completion warm-up failed: %s", exc)
+
     async def close_worker(self) -> None:
         if self._worker is not None:
             worker, self._worker = self._worker, None
@@ -224,6 +233,7 @@ def make_server() -> KdslLanguageServer:
         ls.configuration.start(ls)
         if ls.settings.trusted:  # import the compiler in the worker while the user reads the file
             ls.spawn(ls.warm_up())
+        ls.spawn(ls.warm_up_names())  # and load what the first completion needs, in a thread
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: KdslLanguageServer, params: None) -> None:

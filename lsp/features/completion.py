@@ -28,7 +28,7 @@ from lsprotocol import types
 from dsl.frontend.launch_syntax import LAUNCH_PARAMETERS
 from dsl.language.placement import DEVICE, TENSOR_MEMBERS
 from lsp.convert import from_lsp_position
-from lsp.features import cursor
+from lsp.features import cursor, jedi_use
 from lsp.features.cursor import HELPER, JIT, KERNEL, MODULE, Enclosing
 from lsp.features.dsl_api import LAUNCH_DOC, LAUNCH_KEYWORDS, LAUNCH_SIGNATURE, ApiName, dsl_names, usable
 from lsp.text_model import line_content
@@ -126,7 +126,8 @@ def _infer(lines: Sequence[str], where: Enclosing, path: str, line: int, column:
 
     piece = cursor.snippet(lines, where, line)
     try:
-        names = jedi.Script(piece.text, path=path).infer(piece.line_of(line), column)
+        with jedi_use.LOCK:
+            names = jedi.Script(piece.text, path=path).infer(piece.line_of(line), column)
     except Exception:  # jedi can fail on half-written code: no completion is the answer then
         return []
     return [(name.full_name or "", name.type) for name in names]

@@ -33,6 +33,7 @@ from dsl.diagnostics import SourceRange
 from dsl.frontend.launch_syntax import launch_syntax
 from dsl.frontend.source import parse_module
 from lsp.convert import from_lsp_position, source_lines
+from lsp.features import jedi_use
 from lsp.features.diagnostics import current_report
 from lsp.features.symbols import DslFunction, dsl_functions, node_range
 
@@ -294,7 +295,8 @@ def dsl_api_doc(text: str, path: str, line: int, col: int) -> str | None:
 
     try:
         # goto, not infer: a local variable assigned from a DSL call is the user's, not the DSL's.
-        names = jedi.Script(text, path=path).goto(line, col, follow_imports=True)
+        with jedi_use.LOCK:
+            names = jedi.Script(text, path=path).goto(line, col, follow_imports=True)
     except Exception:  # jedi can fail on half-typed code; no hover is the right answer then
         return None
     for name in names:

@@ -173,3 +173,18 @@ def test_a_new_intrinsic_is_device_code_unless_the_language_says_otherwise():
     assert placement(dsl.sm_count) == HOST
     assert placement(dsl.cdiv) == BOTH and placement(dsl.f32) == BOTH and placement(dsl.warp_size, "warp_size") == BOTH
     assert placement(dsl.kernel) is None and placement(dsl.Tensor) is None and placement(print) is None
+
+
+def test_the_start_up_warm_up_loads_the_catalogue_and_leaves_jedi_free():
+    """`jedi_use.warm_up` (run in a thread after `initialized`) builds the `dsl` catalogue and
+    makes jedi's first inference; it must leave the lock free for the handlers."""
+    import threading
+
+    from lsp.features import dsl_api, jedi_use
+
+    dsl_api.dsl_names.cache_clear()
+    worker = threading.Thread(target=jedi_use.warm_up)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive() and not jedi_use.LOCK.locked()
+    assert dsl_api.dsl_names.cache_info().currsize == 1 and dsl_api.dsl_names()
