@@ -2,7 +2,8 @@
 
 jedi is not thread-safe. Its first inference loads its picture of the `dsl` package and the
 builtins (about 0.3 s), and the `dsl` catalogue takes another 0.1 s to build; `warm_up`
-does both in a thread at start-up, so the first completion does not wait for them. The
+does both in a thread once the documents opened at start-up have their first reports
+(`KdslLanguageServer.warm_up_names`), so the first completion does not wait for them. The
 handlers take `LOCK` around every jedi call, so a request made during the warm-up waits for
 it instead of sharing jedi with it.
 """
