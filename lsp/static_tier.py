@@ -122,16 +122,16 @@ class DocumentIndex:
                 group = Group(groups[index].start, last.end, text_of)
                 found = yield from self._checked(used, group.text, path, target)
             syntax = [d for d in found if d.code == "DSL003"]
-            if syntax:
-                out = [relocate(syntax[0], path, path, group.start)]
-                break
+            if syntax:  # the groups after it keep their results for the version that parses again
+                return [relocate(syntax[0], path, path, group.start)]
             key = (group.text, group.start)
             placed.add(key)
             if key not in self._placed:
                 self._placed[key] = [relocate(d, path, path, group.start) for d in found]
             out.extend(self._placed[key])
             index += count
-        # Only a finished run prunes: a cancelled one leaves every cached result in place.
+        # Only a run that checked every group prunes: a cancelled one, or one stopped by a syntax
+        # error (typing `dsl.`), leaves every cached result in place.
         self._checks = {text: self._checks[text] for text in used}
         self._placed = {key: self._placed[key] for key in placed}
         return out
