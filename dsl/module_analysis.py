@@ -375,17 +375,14 @@ class _LoweringHelper:
 def _serve_share(share: list[PendingCompile], out: int) -> None:
     """The helper's work: lower and assemble its share, with ptxas threads of its own (a fork
     has none of its parent's), and write the results as one JSON document."""
-    global _pool, _batches
-    _pool = concurrent.futures.ThreadPoolExecutor(_ASSEMBLERS, "ptxas")
-    _batches = Batches(_pool, _ASSEMBLERS)
-    _STARTED.clear()
-    for pending in share:  # every module's PTX first, so ptxas takes them in batches
-        pending.lower()
     results = []
-    for pending in share:
-        compiled, diagnostics = pending.result()
-        results.append({"compiled": compiled.to_dict() if compiled is not None else None,
-                        "diagnostics": [d.to_dict() for d in diagnostics]})
+    with _assembling_beside():
+        for pending in share:  # every module's PTX first, so ptxas takes them in batches
+            pending.lower()
+        for pending in share:
+            compiled, diagnostics = pending.result()
+            results.append({"compiled": compiled.to_dict() if compiled is not None else None,
+                            "diagnostics": [d.to_dict() for d in diagnostics]})
     data = memoryview(json.dumps(results).encode())
     while data:
         data = data[os.write(out, data):]
@@ -504,12 +501,10 @@ def start_figures(ptx: str, arch: str) -> Callable[[], tuple[bytes | None, dict[
     """The kernels' figures without a cubin, found with the analysis's other modules
     (`Batches`): a file of a hundred kernels pays for a few ptxas start-ups, not a hundred.
     A module that uses tensor cores is assembled alone, cubin and all: its SASS gives the
-    tensor-core mix that hover shows. So is one the batches cannot rename, and any outside
-    an analysis."""
-    from dsl.compiler.batch_assembly import renamed
+    tensor-core mix that hover shows. So is any outside an analysis."""
     from dsl.compiler.pipeline import uses_tensor_cores
 
-    if _batches is None or uses_tensor_cores(ptx) or renamed(ptx, "") is None:
+    if _batches is None or uses_tensor_cores(ptx):
         return start_assembly_once(ptx, arch)
     wait = _batches.start(ptx, arch)
     return lambda: (None, wait(), "")

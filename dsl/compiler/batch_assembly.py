@@ -35,6 +35,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from dsl.compiler.artifacts import Resources
 from dsl.compiler.toolchain import ToolError, parse_ptxas_info, ptxas_path
@@ -45,6 +46,7 @@ _CALLABLE_NAME = re.compile(r"([A-Za-z_$%][\w$]*)\s*\(")
 _VARIABLE_NAME = re.compile(r"([A-Za-z_$%][\w$]*)\s*(?:\[|;|=)")
 _OPCODE = re.compile(r"^\s*(?:@!?%\w+\s+)?([A-Za-z_]\w*)")
 _LINE_INFO = (".loc", ".file")
+T = TypeVar("T")
 BATCH = 24  # modules per ptxas run: start-up amortized, batches still small enough to overlap compiling
 
 
@@ -162,6 +164,13 @@ def _ptxas(texts: list[str], arch: str, limits: tuple[float | None, int]) -> dic
     return parse_ptxas_info(log)
 
 
+def split_evenly(items: list[T], parts: int) -> list[list[T]]:
+    """`items` in at most `parts` runs of nearly equal length, in order (what is left to
+    assemble once nothing else runs beside it goes to every thread at once)."""
+    share = max(1, -(-len(items) // max(1, parts)))
+    return [items[start:start + share] for start in range(0, len(items), share)]
+
+
 class Batches:
     """One analysis's modules, assembled for their figures `BATCH` to a ptxas run in `pool`'s
     threads while the caller lowers the next functions. Waiting for a module not yet sent
@@ -198,10 +207,8 @@ class Batches:
 
     def _send_all(self) -> None:
         for arch in list(self._collected):
-            left = self._collected.pop(arch)
-            share = -(-len(left) // self._threads)
-            for start in range(0, len(left), share):
-                self._send(arch, left[start:start + share])
+            for part in split_evenly(self._collected.pop(arch), self._threads):
+                self._send(arch, part)
 
     def _send(self, arch: str, modules: list[tuple[str, str]]) -> None:
         run = self._pool.submit(resources_of, [ptx for _, ptx in modules], arch)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dsl.compiler.artifacts import FunctionReport, ModuleReport, Resources
-from dsl.compiler.batch_assembly import BATCH, Timeout, resources_of
+from dsl.compiler.batch_assembly import BATCH, Timeout, resources_of, split_evenly
 from dsl.compiler.resource_checks import resource_diagnostics
 from dsl.compiler.toolchain import ToolError
 from dsl.diagnostics import Diagnostic
@@ -65,10 +65,8 @@ class Assembler:
         """Assembles what is left, split `jobs` ways (nothing else is left to run beside it),
         and waits for every batch."""
         for arch in list(self._waiting):
-            left = self._waiting.pop(arch)
-            share = -(-len(left) // max(1, self.jobs))
-            for start in range(0, len(left), share):
-                self._waiting[arch] = left[start:start + share]
+            for part in split_evenly(self._waiting.pop(arch), self.jobs):
+                self._waiting[arch] = part
                 self._send(arch)
         while self._tasks:
             tasks, self._tasks = self._tasks, []

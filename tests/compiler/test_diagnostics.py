@@ -8,6 +8,7 @@ import pytest
 
 import dsl
 from dsl.diagnostics import SourceRange
+from tests.kernel_sources import spilling_kernel
 
 HEADER = """
 import dsl
@@ -313,17 +314,7 @@ def test_dsl402_backend_failure_is_a_diagnostic(tmp_path):
 
 
 def test_dsl501_register_spills(analyse):
-    a = analyse(HEADER + """
-@dsl.kernel(known_block_size=[1024, 1, 1])
-def k(x: Tensor[f32]):
-    vals = ()
-    for j in dsl.static_range(160):
-        vals = vals + (x[j * 1024 + dsl.thread_idx.x],)
-    acc = 0.0
-    for j in dsl.static_range(160):
-        acc = acc + vals[j] * vals[159 - j]
-    x[0] = acc
-""")
+    a = analyse(HEADER + spilling_kernel("k"))
     d = only(a, "DSL501")
     assert d.range == rng(a, "k", "def k(")
 

@@ -9,21 +9,12 @@ from pathlib import Path
 from lint_helpers import lint
 
 from dsl.module_analysis import analyze_source
+from tests.kernel_sources import spilling_kernel
 
 SPILLS = '''import dsl
 from dsl import Tensor, f32
 
-
-@dsl.kernel(known_block_size=[1024, 1, 1])
-def spills(x: Tensor[f32]):
-    vals = ()
-    for j in dsl.static_range(160):
-        vals = vals + (x[j * 1024 + dsl.thread_idx.x],)
-    acc = 0.0
-    for j in dsl.static_range(160):
-        acc = acc + vals[j] * vals[159 - j]
-    x[0] = acc
-
+''' + spilling_kernel("spills") + '''
 
 @dsl.kernel
 def crowded(x: Tensor[f32]):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from tests.kernel_sources import spilling_kernel
 from tests.lsp.conftest import initialize, open_file, wait_until
 
 SMALL = """
@@ -26,17 +27,7 @@ SOURCE = "import dsl\nfrom dsl import Int32, Tensor, f32\n" + "".join(SMALL.form
 def mistyped(x: Tensor[f32], n: Int32):
     x[0] = n + "one"
 
-
-@dsl.kernel(known_block_size=[1024, 1, 1])
-def spills(x: Tensor[f32]):
-    vals = ()
-    for j in dsl.static_range(160):
-        vals = vals + (x[j * 1024 + dsl.thread_idx.x],)
-    acc = 0.0
-    for j in dsl.static_range(160):
-        acc = acc + vals[j] * vals[159 - j]
-    x[0] = acc
-"""
+""" + spilling_kernel("spills")
 
 
 def _codes(params: types.PublishDiagnosticsParams) -> set[str]:
