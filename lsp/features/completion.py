@@ -125,12 +125,12 @@ def _infer(lines: Sequence[str], where: Enclosing, path: str, line: int, column:
     import jedi
 
     piece = cursor.snippet(lines, where, line)
-    try:
-        with jedi_use.LOCK:
+    with jedi_use.LOCK:  # reading a jedi name may ask jedi's subprocess too
+        try:
             names = jedi.Script(piece.text, path=path).infer(piece.line_of(line), column)
-    except Exception:  # jedi can fail on half-written code: no completion is the answer then
-        return []
-    return [(name.full_name or "", name.type) for name in names]
+        except Exception:  # jedi can fail on half-written code: no completion is the answer then
+            return []
+        return [(name.full_name or "", name.type) for name in names]
 
 
 def completions(lines: Sequence[str], path: str, line: int, column: int,

@@ -291,12 +291,16 @@ def launch_hover(
 
 def dsl_api_doc(text: str, path: str, line: int, col: int) -> str | None:
     """Documentation of the DSL object at the position, resolved by jedi (aliases, imports)."""
+    with jedi_use.LOCK:  # reading a jedi name (docstring, signatures) may ask jedi's subprocess too
+        return _dsl_api_doc(text, path, line, col)
+
+
+def _dsl_api_doc(text: str, path: str, line: int, col: int) -> str | None:
     import jedi
 
     try:
         # goto, not infer: a local variable assigned from a DSL call is the user's, not the DSL's.
-        with jedi_use.LOCK:
-            names = jedi.Script(text, path=path).goto(line, col, follow_imports=True)
+        names = jedi.Script(text, path=path).goto(line, col, follow_imports=True)
     except Exception:  # jedi can fail on half-typed code; no hover is the right answer then
         return None
     for name in names:

@@ -20,7 +20,7 @@ from lsprotocol import types
 from dsl.frontend.launch_syntax import LAUNCH_PARAMETERS
 from dsl.language.types import DType
 from lsp.convert import from_lsp_position
-from lsp.features import cursor, dsl_api
+from lsp.features import cursor, dsl_api, jedi_use
 from lsp.features.completion import dsl_functions_of
 from lsp.features.cursor import CallAtCursor
 
@@ -82,13 +82,15 @@ def _api_signatures(lines: Sequence[str], path: str, where: cursor.Enclosing, li
     callee_line, callee_column = call.callee_end
     piece = cursor.snippet(lines, where, line, first=min(callee_line, where.start if where.kind != "module"
                                                          else callee_line))
-    try:
-        names = jedi.Script(piece.text, path=path).goto(piece.line_of(callee_line), callee_column,
-                                                          follow_imports=True)
-    except Exception:  # half-written code jedi cannot read: no help is the answer
-        return []
-    for found in names:
-        resolved = dsl_api.resolve(found.full_name or "")
+    with jedi_use.LOCK:  # reading a jedi name may ask jedi's subprocess too
+        try:
+            names = jedi.Script(piece.text, path=path).goto(piece.line_of(callee_line), callee_column,
+                                                              follow_imports=True)
+        except Exception:  # half-written code jedi cannot read: no help is the answer
+            return []
+        full_names = [found.full_name or "" for found in names]
+    for full_name in full_names:
+        resolved = dsl_api.resolve(full_name)
         if resolved is None:
             continue
         obj, module, qualname = resolved
