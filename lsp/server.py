@@ -20,6 +20,7 @@ import asyncio
 import functools
 import logging
 import sys
+import threading
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -200,10 +201,14 @@ class KdslLanguageServer(LanguageServer):
             await asyncio.sleep(0.25)
             if all(state.analysis is None or state.analysis.done() for state in self.documents.all()):
                 break
-        try:
-            await asyncio.get_running_loop().run_in_executor(None, jedi_use.warm_up)
-        except Exception as exc:  # the first completion then loads it, and fails the same way, visibly
-            log.warning("completion warm-up failed: %s", exc)
+        def warm_up() -> None:
+            try:
+                jedi_use.warm_up()
+            except Exception as exc:  # the first completion then loads it, and fails the same way, visibly
+                log.warning("completion warm-up failed: %s", exc)
+
+        # a daemon thread, not the event loop's executor: the server's exit never waits for it
+        threading.Thread(target=warm_up, name="kdsl-names-warm-up", daemon=True).start()
 
     async def close_worker(self) -> None:
         if self._worker is not None:
