@@ -115,6 +115,10 @@ class KdslProtocol(LanguageServerProtocol):
         known = self.get_message_type(method)
         if known is not None:
             return self._converter.structure(data, known)
+        # JSON-RPC lets a request or notification leave `params` out; pygls's generic message
+        # types (what custom methods such as `kdsl/capabilities` structure into) require the
+        # member on every pygls 2.x, so an absent one is the same as `params: null` here.
+        data = {**data, "params": data.get("params")}
         return self._converter.structure(data, JsonRPCRequestMessage if is_request else JsonRPCNotification)
 
     def _receive_response(self, data: dict[str, Any]) -> None:

@@ -118,3 +118,26 @@ def test_the_server_exits_when_its_parent_process_dies(raw_server):
             parent.kill()
             parent.wait()
     assert f"the client process {parent.pid} is gone; exiting" in server.stderr
+
+
+CUSTOM_REQUESTS = ["kdsl/capabilities", "kdsl/stages", "kdsl/ir", "kdsl/text"]
+
+
+@pytest.mark.parametrize("form", ["absent", "null"])
+@pytest.mark.parametrize("method", CUSTOM_REQUESTS)
+def test_custom_requests_take_params_absent_or_null(raw_server, method, form):
+    """JSON-RPC allows both; the VS Code client leaves `params` out of `kdsl/capabilities`."""
+    server = raw_server()
+    server.initialize()
+    message = server.request_message(method)
+    assert "params" not in message
+    if form == "null":
+        message["params"] = None
+    server.send(message)
+    answer = server.response(message["id"])
+    assert "error" not in answer, answer
+    if method == "kdsl/capabilities":
+        assert answer["result"]["defaultTarget"] == "sm_90"
+    server.notify("kdsl/noSuchNotification")  # a notification without params is dropped quietly
+    assert "error" not in server.request("kdsl/capabilities")
+    assert "invalid params" not in server.stderr.lower()
