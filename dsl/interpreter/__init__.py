@@ -68,10 +68,12 @@ def interpret(fn: Any = None, /, *args: Any, **kwargs: Any) -> Any:
     from dsl.interpreter.jit import call_interpreted
 
     if fn.tuning is None:
-        return run_for_the_user(call_interpreted, fn, args, kwargs)
+        run_for_the_user(call_interpreted, fn, args, kwargs)
+        return None
     config = fn.tuning.configs[0]
     with hint_overrides(config.hints):
-        return run_for_the_user(call_interpreted, fn, args, {**kwargs, **config.params}, config.describe())
+        run_for_the_user(call_interpreted, fn, args, {**kwargs, **config.params}, config.describe())
+    return None
 
 
 def __getattr__(name: str) -> Any:

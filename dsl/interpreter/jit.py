@@ -20,7 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsl.diagnostics import CompileError, Diagnostic, DiagnosticWarning, SourceRange
-from dsl.interpreter.program import Program, Refusal, RefusedKernel
+from dsl.interpreter.mode import require_numpy
+
+require_numpy()  # before the modules that compute with it, so a missing NumPy says what to install
+
+from dsl.interpreter.program import Program, Refusal, RefusedKernel  # noqa: E402
 
 _CACHE_SIZE = 64
 _modules: OrderedDict[str, _Module] = OrderedDict()
@@ -35,6 +39,7 @@ class Interpreted:
     launch: Any
     plan: list
     compiled: Any
+    writes: tuple[str, ...] = ()  # the tensor parameters its kernels write (the launcher's TENSOR_ACCESS)
 
 
 class _Module:
@@ -161,17 +166,17 @@ def build(jit_fn: Any, args: tuple, kwargs: dict, target: str | None = None) -> 
     runtime_names = [p.name for p in params or [] if p.kind != "constexpr"]
     state = jit_call.state_of(jit_fn)
     _, plan = jit_call.launch_plan(state, args, kwargs, runtime_names)
-    return Interpreted(namespace["bind"](rt), plan, compiled)
+    access = namespace.get("TENSOR_ACCESS") or {}
+    writes = tuple(name for name, fact in access.items() if fact[2] is not None)
+    return Interpreted(namespace["bind"](rt), plan, compiled, writes)
 
 
-def call_interpreted(jit_fn: Any, args: tuple, kwargs: dict, tag: str = "") -> None:
-    """`jit_fn(*args, **kwargs)` run by the interpreter (compiling this specialization once).
+def interpreted(jit_fn: Any, args: tuple, kwargs: dict, tag: str = "") -> Interpreted:
+    """The interpreted specialization a call with these arguments runs (built once).
     `tag` tells apart specializations the call's arguments do not (an autotuning config)."""
     from dsl.runtime import jit_call
 
     state = jit_call.state_of(jit_fn)
-    if kwargs and "stream" in kwargs and "stream" not in state.names:
-        kwargs = {k: v for k, v in kwargs.items() if k != "stream"}  # every launch runs to completion anyway
     key = (jit_call.call_key(state, args, kwargs), tag)
     cache = jit_fn.__dict__.setdefault("_kdsl_interpreted", {})
     spec = cache.get(key)
@@ -180,5 +185,18 @@ def call_interpreted(jit_fn: Any, args: tuple, kwargs: dict, tag: str = "") -> N
             spec = cache.get(key)
             if spec is None:
                 spec = cache[key] = build(jit_fn, args, kwargs)
+    return spec
+
+
+def call_interpreted(jit_fn: Any, args: tuple, kwargs: dict, tag: str = "") -> Interpreted:
+    """`jit_fn(*args, **kwargs)` run by the interpreter (compiling this specialization once);
+    returns the specialization that ran."""
+    from dsl.runtime import jit_call
+
+    state = jit_call.state_of(jit_fn)
+    if kwargs and "stream" in kwargs and "stream" not in state.names:
+        kwargs = {k: v for k, v in kwargs.items() if k != "stream"}  # every launch runs to completion anyway
+    spec = interpreted(jit_fn, args, kwargs, tag)
     values = [args[what] if how == "arg" else kwargs[what] if how == "kw" else what for how, what in spec.plan]
-    return spec.launch(*values, None)
+    spec.launch(*values, None)
+    return spec

@@ -7,6 +7,8 @@ previous one asks it (`dsl.runtime.jit_call.call_jit`).
 from __future__ import annotations
 
 import contextvars
+import importlib.util
+import sys
 
 from dsl import environment
 
@@ -24,3 +26,15 @@ def force(on: bool) -> contextvars.Token[bool]:
 
 def restore(token: contextvars.Token[bool]) -> None:
     _FORCED.reset(token)
+
+
+def require_numpy() -> None:
+    """Raises a `ModuleNotFoundError` that says what to install when NumPy is missing: the
+    interpreter's arrays are NumPy arrays (a dependency of `pip install kdsl`, but an
+    environment can lack it)."""
+    if importlib.util.find_spec("numpy") is None:
+        raise ModuleNotFoundError(
+            f"the kdsl interpreter needs NumPy, which {sys.executable} cannot import: "
+            f"install it with `{sys.executable} -m pip install numpy` (or reinstall kdsl, which depends on it)",
+            name="numpy",
+        )

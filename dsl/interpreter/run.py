@@ -9,8 +9,11 @@ Inputs: rank-1 tensors get 4096 elements, rank-2 tensors 128 x 128, higher ranks
 dimension (an `examples=` entry gives dtypes, ranks and scalar values; its shapes are sized
 for a GPU and are not used). Float tensors hold standard-normal values, integer tensors values
 in [0, 100); float scalars are 1.5, integer scalars the first tensor's first dimension,
-Constexpr parameters their defaults. No time or bandwidth is reported: the CPU's says nothing
-about the GPU's.
+Constexpr parameters their defaults.
+
+The answer says what ran: each tensor the kernels write (the launcher's access facts) with
+its shape, dtype, min / max / mean and NaN / inf counts, the interpreter's wall time (which
+says nothing of the GPU's), and the comparison with the reference when there is one.
 """
 
 from __future__ import annotations
@@ -19,10 +22,20 @@ import inspect
 import time
 from typing import Any
 
-import numpy as np
-
 from dsl.diagnostics import ArgumentError, CompileError
-from dsl.runtime.run import NUMPY_NAMES, compare_to_reference, jit_function_of, reference_pairs, synthesized
+from dsl.interpreter.mode import require_numpy
+
+require_numpy()  # before NumPy is imported, so a missing one says what to install
+
+import numpy as np  # noqa: E402
+
+from dsl.runtime.run import (  # noqa: E402
+    NUMPY_NAMES,
+    compare_to_reference,
+    jit_function_of,
+    reference_pairs,
+    synthesized,
+)
 
 DEFAULT_1D = 4096
 DEFAULT_2D = (128, 128)
@@ -94,6 +107,23 @@ def check_reference(reference: Any, args: list[Any], inputs: list[Any], names: l
     return ok, ", ".join(details)
 
 
+def statistics(name: str, array: np.ndarray) -> str:
+    """`y (128, 128) float32: min -2.31, max 4.05, mean 0.0123, no NaN or inf` for one output."""
+    head = f"{name} {tuple(array.shape)} {array.dtype}"
+    if array.size == 0:
+        return f"{head}: empty"
+    if array.dtype.kind in "biu":
+        values = array.astype(np.int64)
+        return f"{head}: min {int(values.min())}, max {int(values.max())}, mean {float(values.mean()):.4g}"
+    values = array.astype(np.float64)
+    nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
+    finite = values[np.isfinite(values)]
+    spread = (f"min {finite.min():.4g}, max {finite.max():.4g}, mean {finite.mean():.4g}" if finite.size
+              else "no finite value")
+    bad = "no NaN or inf" if not nan and not inf else f"{nan} NaN, {inf} inf"
+    return f"{head}: {spread}, {bad}"
+
+
 def run_function(source: str, path: str, function: str, *, target: str | None = None) -> dict[str, Any]:
     """Runs `function` (a `@dsl.jit` function of `source`) once in the interpreter.
 
@@ -119,18 +149,20 @@ def run_function(source: str, path: str, function: str, *, target: str | None = 
             call.update(config.params)
         started = time.perf_counter()
         with hint_overrides(config.hints if config is not None else {}):
-            call_interpreted(fn, (), call, config.describe() if config is not None else "")
+            spec = call_interpreted(fn, (), call, config.describe() if config is not None else "")
         elapsed = (time.perf_counter() - started) * 1e3
         all_args = [call[n] for n in names]
-        correct, detail = None, "no reference declared"
+        correct, detail = None, "no reference declared (reference= on @dsl.jit compares the outputs)"
         if fn.reference is not None:
             correct, detail = check_reference(fn.reference, all_args, inputs, names, tensors)
         verdict = {True: "matches the reference", False: "DIFFERS from the reference", None: detail}[correct]
         if correct is not None:
             verdict += f" ({detail})"
-        shapes = ", ".join(f"{n} {tuple(a.shape)}" for n, a in zip(names, all_args) if isinstance(a, np.ndarray))
-        result.update(ok=correct is not False, correct=correct, elapsed_ms=elapsed,
-                      message=f"{verdict}; inputs {shapes}")
+        written = [statistics(n, call[n]) for n in names if n in spec.writes and isinstance(call[n], np.ndarray)]
+        read = ", ".join(f"{n} {tuple(call[n].shape)}" for n in tensors if n not in spec.writes)
+        outputs = "; ".join(written) if written else "no tensor written"
+        result.update(ok=correct is not False, correct=correct, elapsed_ms=elapsed, outputs=written,
+                      message=f"ran in {elapsed:.0f} ms; {outputs}; {verdict}" + (f"; inputs {read}" if read else ""))
     except CompileError as err:
         result["message"] = "compile failed:\n" + "\n".join(d.format() for d in err.diagnostics)
         result["diagnostics"] = [d.to_dict() for d in err.diagnostics]

@@ -173,7 +173,8 @@ def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> None:
         from dsl.interpreter.jit import call_interpreted
 
         jit_fn._fast = (-1, None)
-        return call_interpreted(jit_fn, args, kwargs)
+        call_interpreted(jit_fn, args, kwargs)
+        return None
     state = state_of(jit_fn)
     stream = None
     if kwargs:

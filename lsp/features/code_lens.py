@@ -1,5 +1,9 @@
 """Code lenses above each kernel and jit function: its resources, Compile, Run on GPU, Show IR.
 
+A kernel runs only through a jit function that launches it, so a kernel's run lens runs that
+jit function ("Run on GPU: run_saxpy", the first in the file whose body calls the kernel) and a
+kernel no jit function of the file launches has none.
+
 Once a GPU run of this server has found no GPU, "Run on GPU" becomes "Run on CPU (interpreter)"
 (`kdsl.runOnCpu`, `lsp.features.gpu_run`).
 
@@ -10,6 +14,7 @@ a client-side command of the VS Code extension; other editors ignore it.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -47,6 +52,19 @@ def summary(fn: FunctionReport | None, trusted: bool) -> str:
     return "; ".join(f"{k.source_name}: {k.resources.summary()}" for k in kernels)  # type: ignore[union-attr]
 
 
+def launching_jits(functions: Sequence[DslFunction]) -> dict[str, str]:
+    """Kernel name -> the first jit function of `functions` whose body calls that kernel."""
+    kernels = {fn.name for fn in functions if fn.kind == "kernel"}
+    found: dict[str, str] = {}
+    for fn in functions:
+        if fn.kind != "jit":
+            continue
+        for node in ast.walk(fn.node):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in kernels:
+                found.setdefault(node.func.id, fn.name)
+    return found
+
+
 def code_lenses(
     text: str | Sequence[str],
     path: str,
@@ -55,21 +73,22 @@ def code_lenses(
     trusted: bool,
     functions: list[DslFunction] | None = None,
 ) -> list[types.CodeLens]:
-    """Four lenses per function of `functions` (default: those of `text`, then a string)."""
+    """Up to four lenses per function of `functions` (default: those of `text`, then a string)."""
     lines = source_lines(text)
     lenses: list[types.CodeLens] = []
     functions = dsl_functions(str(text), path) if functions is None else functions
-    run = (gpu_run.RUN_ON_CPU_TITLE, RUN_ON_CPU) if gpu_run.no_gpu_seen() else ("Run on GPU", RUN)
+    run_title, run_command = (gpu_run.RUN_ON_CPU_TITLE, RUN_ON_CPU) if gpu_run.no_gpu_seen() else ("Run on GPU", RUN)
+    launchers = launching_jits(functions)
     for fn in functions:
         rng = to_lsp_range(fn.name_range, lines)
         fn_report = report.function(fn.name) if report is not None else None
-        for title, command in (
-            (summary(fn_report, trusted), ""),
-            ("Compile", COMPILE),
-            run,
-            ("Show IR", SHOW_IR),
-        ):
-            arguments = [uri, fn.name] if command else None
+        runs = fn.name if fn.kind == "jit" else launchers.get(fn.name)
+        rows: list[tuple[str, str, str]] = [(summary(fn_report, trusted), "", ""), ("Compile", COMPILE, fn.name)]
+        if runs is not None:
+            rows.append((run_title if runs == fn.name else f"{run_title}: {runs}", run_command, runs))
+        rows.append(("Show IR", SHOW_IR, fn.name))
+        for title, command, target in rows:
+            arguments = [uri, target] if command else None
             lenses.append(
                 types.CodeLens(
                     range=rng, command=types.Command(title=title, command=command, arguments=arguments)
