@@ -7,7 +7,6 @@ previous one asks it (`dsl.runtime.jit_call.call_jit`).
 from __future__ import annotations
 
 import contextvars
-import importlib.util
 import sys
 
 from dsl import environment
@@ -32,9 +31,11 @@ def require_numpy() -> None:
     """Raises a `ModuleNotFoundError` that says what to install when NumPy is missing: the
     interpreter's arrays are NumPy arrays (a dependency of `pip install kdsl`, but an
     environment can lack it)."""
-    if importlib.util.find_spec("numpy") is None:
+    try:
+        import numpy  # noqa: F401
+    except ImportError as exc:
         raise ModuleNotFoundError(
-            f"the kdsl interpreter needs NumPy, which {sys.executable} cannot import: "
+            f"the kdsl interpreter needs NumPy, which {sys.executable} cannot import ({exc}): "
             f"install it with `{sys.executable} -m pip install numpy` (or reinstall kdsl, which depends on it)",
             name="numpy",
-        )
+        ) from exc

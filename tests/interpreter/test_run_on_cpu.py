@@ -6,6 +6,8 @@ Fixture: tests/lsp/data/saxpy.py (no reference), and the same module with a righ
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -71,3 +73,15 @@ def test_a_kernel_is_not_a_jit_function():
     result = run_function(SAXPY.read_text(), str(SAXPY), "saxpy")
     assert result["ok"] is False
     assert result["message"] == "'saxpy' is a @dsl.kernel; run the @dsl.jit function that launches it"
+
+
+def test_without_numpy_the_interpreter_says_what_to_install():
+    """A fresh environment can lack NumPy (it is a dependency, but environments drift)."""
+    script = ("import sys; sys.modules['numpy'] = None\n"
+              "from dsl.interpreter.run import run_function\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ModuleNotFoundError: the kdsl interpreter needs NumPy, which "), last
+    assert last.endswith(f"install it with `{sys.executable} -m pip install numpy` "
+                         "(or reinstall kdsl, which depends on it)"), last
