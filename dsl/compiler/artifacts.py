@@ -65,8 +65,16 @@ class SourceMap(Record):
         return None
 
     def ir_lines_for(self, file: str, line: int) -> list[int]:
-        """Stage lines produced by Python `line` of `file` (ranges that span it count)."""
-        return [ir for ir, rng in self.entries if rng.file == file and rng.contains_line(line)]
+        """Stage lines produced by Python `line` of `file`: those whose range starts on it (a
+        statement in a loop's body is its own ops, not the loop's branch ops, whose range
+        spans the body; the `for` line is the loop's ops), else those of the narrowest ranges
+        spanning it (the second line of a long expression; a comment in a body)."""
+        covering = [(rng, ir) for ir, rng in self.entries if rng.file == file and rng.contains_line(line)]
+        own = [ir for rng, ir in covering if rng.line == line]
+        if own:
+            return own
+        narrowest = min((rng.end_line - rng.line for rng, _ in covering), default=0)
+        return [ir for rng, ir in covering if rng.end_line - rng.line == narrowest]
 
 
 

@@ -228,7 +228,7 @@ def wgmma(acc: Any, a: Any, a_index: Any, b: Any, b_index: Any, b_major: str = "
     are 16-bit (f16 or bf16) shared arrays with `swizzle=128` (rows of 64 elements):
 
     - A is K-major, [rows][K]: the 64 rows starting at `a_index` (the indices of every
-      dimension but the last). Or A is in registers: `a` a `vector<8 * K/16>` laid out as a
+      dimension but the last). Or A is in registers: pass `a` as a `vector<8 * K/16>` laid out as a
       64x16 accumulator per step of K (the f32 result of a previous wgmma converted to
       bf16 is such a vector; pass `a_index=None`).
     - B with `b_major="k"` is stored N x K (B^T, K contiguous): the N rows from `b_index`.

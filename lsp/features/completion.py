@@ -41,7 +41,7 @@ TRIGGERS = [".", "(", ","]
 _KINDS = {
     "function": types.CompletionItemKind.Function,
     "class": types.CompletionItemKind.Class,
-    "type": types.CompletionItemKind.TypeParameter,
+    "type": types.CompletionItemKind.Class,  # a dtype is a type, as Python's `int` is (not a generic's parameter)
     "constant": types.CompletionItemKind.Constant,
     "variable": types.CompletionItemKind.Variable,
 }

@@ -51,6 +51,27 @@ def _fence(language: str, lines: list[str], limit: int) -> str:
     return f"```{language}\n" + "\n".join(shown) + "\n```"
 
 
+_CONSTANT = re.compile(r"^\s*%[\w.#]+(?::\d+)? = (?:llvm\.mlir|arith)\.constant\b")
+
+
+def body_first(lines: list[str]) -> list[str]:
+    """The function's IR with its constants folded into one line where the first stood: a
+    Hopper GEMM's lowered MLIR opens with ~130 `llvm.mlir.constant`s, which would fill the
+    visible part of a hover."""
+    constants = sum(1 for line in lines if _CONSTANT.match(line))
+    if constants < 8:
+        return lines
+    out: list[str] = []
+    for line in lines:
+        if not _CONSTANT.match(line):
+            out.append(line)
+        elif constants:
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(f"{indent}// {constants} constants not shown (Show IR for the full text)")
+            constants = 0
+    return out
+
+
 def _contains(rng: SourceRange, line: int, col: int) -> bool:
     if (line, col) < (rng.line, rng.column):
         return False
@@ -183,7 +204,7 @@ def function_hover(fn: FunctionReport) -> str:
     stage = "lowered" if "lowered" in compiled.stages else "traced"
     text = compiled.stages.get(stage, "")
     if text:
-        parts.append(f"{stage} MLIR:\n" + _fence("mlir", text.splitlines(), MAX_IR_LINES))
+        parts.append(f"{stage} MLIR:\n" + _fence("mlir", body_first(text.splitlines()), MAX_IR_LINES))
     return "\n\n".join(parts)
 
 

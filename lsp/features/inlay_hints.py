@@ -4,8 +4,9 @@
   `v: vector<4xf32>`, `buf: shared f32[32, 33]`), and `carried by the loop` for a value a
   run-time loop carries (`acc: f32, carried by the loop`);
 - a compile-time value: what it is (`steps = 4`), also for a `Constexpr` parameter that
-  has no default (its value comes from the launch or `examples=`); a name assigned a
-  literal shows nothing (the literal says it);
+  has no default (its value comes from the launch or `examples=`), shown after the
+  annotation so the line reads as Python (`WIDTH: Constexpr[int] = 128`); a name assigned a
+  literal shows nothing (the literal says it, in whatever spelling: `-3e+38` is `-3.0e38`);
 - with `inlayHints.lineCost` on: at the end of each kernel line, the SASS instructions it
   became (`lsp.features.line_cost`; a few kernels are disassembled per request, the others
   in the background, and then the client is asked to refresh).
@@ -19,6 +20,7 @@ the report is not for the current version the client is asked to refresh once it
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import re
 from collections.abc import Sequence
@@ -94,6 +96,36 @@ def stands(fact: ValueFact, lines: Sequence[str]) -> bool:
         not (r.column > 0 and (text[r.column - 1].isalnum() or text[r.column - 1] == "_"))
 
 
+def _annotation_length(rest: str) -> int:
+    """How many characters of `rest` (a parameter's text after its name) are its annotation:
+    `: Constexpr[int], n: Int32)` -> 16. Brackets nest; a `,`, `)` or `=` outside them ends it."""
+    if not rest.lstrip().startswith(":"):
+        return 0
+    depth, end = 0, 0
+    for index, char in enumerate(rest):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        elif char in ",=" and depth == 0:
+            break
+        if not char.isspace():
+            end = index + 1
+    return end
+
+
+def _same_literal(written: str, value: str) -> bool:
+    """Whether the code's literal spells the compile-time value (`-3e+38` and `-3.0e38`)."""
+    if written == value:
+        return True
+    try:
+        return ast.literal_eval(written) == ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
 def _label(fact: ValueFact, rest: str) -> str | None:
     """The hint for a fact, or None when the code already says it. `rest` is the line's
     text after the name."""
@@ -103,7 +135,7 @@ def _label(fact: ValueFact, rest: str) -> str | None:
         written = rest.strip()
         if written.startswith("=") and not written.startswith("=="):
             written = written[1:].split("#", 1)[0].strip()
-            if fact.value is not None and written == fact.value:
+            if fact.value is not None and _same_literal(written, fact.value):
                 return None
         return f"= {fact.value}" if fact.value is not None else f": {fact.type}"
     if fact.parameter:
@@ -136,9 +168,12 @@ def type_hints(facts: Sequence[ValueFact], lines: Sequence[str], first: int, las
         if not first <= r.line <= last or not stands(fact, lines):
             continue
         end = r.column + len(fact.name)
-        label = _label(fact, line_content(lines[r.line - 1])[end:])
+        rest = line_content(lines[r.line - 1])[end:]
+        label = _label(fact, rest)
         if label is None:
             continue
+        if fact.parameter and label.startswith("="):
+            end += _annotation_length(rest)  # `WIDTH: Constexpr[int] = 128`, not `WIDTH = 128: ...`
         out.append(types.InlayHint(
             position=to_lsp_position(r.line, end, lines), label=label,
             kind=types.InlayHintKind.Type if label.startswith(":") else None,
@@ -157,11 +192,27 @@ def cost_hints(costs: dict[int, LineCost], lines: Sequence[str], report_lines: S
         text = line_content(lines[line - 1])
         if report_lines is not None and (line > len(report_lines) or line_content(report_lines[line - 1]) != text):
             continue
-        out.append(types.InlayHint(position=to_lsp_position(line, len(text), lines), label=cost.summary(),
-                                   padding_left=True,
-                                   tooltip="SASS instructions this line became (global memory, shared memory, "
-                                           "tensor-core)"))
+        header = _header_counts(text)
+        label = cost.summary() + (f" ({header})" if header else "")
+        tooltip = "SASS instructions whose line info is this line (global memory, shared memory, tensor-core)"
+        if header:
+            tooltip += f"; on a `{text.split()[0]}` line: {header}, not the lines of its body"
+        out.append(types.InlayHint(position=to_lsp_position(line, len(text), lines), label=label,
+                                   padding_left=True, tooltip=tooltip))
     return out
+
+
+_HEADERS = {"if": "condition, branch, merged values", "elif": "condition, branch, merged values",
+            "else": "branch, merged values", "while": "condition, loop control, carried values",
+            "for": "loop control, carried values"}
+
+
+def _header_counts(text: str) -> str:
+    """What the SASS of a compound statement's own line is: `if` charges its condition, the
+    branch and the values merged after it (the `scf.if` results), a loop its control."""
+    words = text.strip().split(maxsplit=1)
+    keyword = words[0].rstrip(":") if words else ""
+    return _HEADERS.get(keyword, "") if text.rstrip().endswith(":") or keyword == "else" else ""
 
 
 # -- the handler ------------------------------------------------------------------------------

@@ -57,3 +57,30 @@ def test_line_info_costs_no_registers(analyse):
     plain = assemble(without, "sm_90")[1]["saxpy"]
     assert with_info.registers == plain.registers
     assert strip_debug_sections(".target sm_90, debug\n") == ".target sm_90\n"
+
+
+def test_a_line_in_a_loop_maps_to_its_own_ops_not_the_loops(analyse):
+    """The loop's ops carry the range of the whole `for` statement; a body line is its own
+    ops (what linked highlighting and a line's hover show), the `for` line is the loop's and
+    its bounds', and a body line with no ops of its own gets the loop's."""
+    a = analyse("""
+import dsl
+from dsl import Int32, Tensor, f32
+
+@dsl.kernel
+def total(x: Tensor[f32], out: Tensor[f32], n: Int32):
+    acc = 0.0
+    for j in range(dsl.thread_idx.x, n, 32):
+        # nothing here
+        acc += x[j]
+    out[dsl.thread_idx.x] = acc
+""")
+    compiled = a.report.function("total").compiled
+    text = compiled.traced.splitlines()
+    smap = compiled.source_maps["traced"]
+    body = [text[i] for i in smap.ir_lines_for(a.path, a.line_of("acc += x[j]"))]
+    assert any("arith.addf" in line for line in body) and not any("scf.yield" in line for line in body)
+    header = smap.ir_lines_for(a.path, a.line_of("for j in"))
+    assert any("scf.yield" in text[i] for i in header) and any("gpu.thread_id" in text[i] for i in header)
+    comment = smap.ir_lines_for(a.path, a.line_of("# nothing here"))
+    assert set(comment) < set(header) and any("scf.yield" in text[i] for i in comment)

@@ -98,7 +98,7 @@ async def test_items_carry_signature_and_documentation(client):
     assert (thread_idx.kind, thread_idx.detail) == (types.CompletionItemKind.Variable, "Dim3")
     assert thread_idx.documentation == types.MarkupContent(
         kind=types.MarkupKind.Markdown, value="Index of the thread within its block (`threadIdx`), per axis, as i32.")
-    assert (items["Float32"].kind, items["Float32"].detail) == (types.CompletionItemKind.TypeParameter,
+    assert (items["Float32"].kind, items["Float32"].detail) == (types.CompletionItemKind.Class,
                                                                 "scalar type f32")
 
 

@@ -74,3 +74,25 @@ def test_markdown_to_plaintext_keeps_code_and_drops_markup():
         "%0 = `quoted` **kept**",
         "- DSL202 block differs",
     ]
+
+
+def test_a_kernel_hover_shows_its_body_before_its_constants():
+    """The Hopper GEMM's lowered MLIR opens with over a hundred constants: they are folded
+    into one line, so the visible part of the hover is the kernel's work."""
+    from pathlib import Path
+
+    import dsl
+    from lsp.features.hover import MAX_IR_LINES
+
+    path = Path(ROOT) / "examples" / "gemm_hopper.py"
+    fn = dsl.analyze_source(path.read_text(), str(path)).function("gemm_kernel")
+    lowered = fn.compiled.stages["lowered"].splitlines()
+    constants = [line for line in lowered if ".constant" in line and " = " in line]
+    assert len(constants) > 50
+    shown = function_hover(fn).split("```mlir\n", 1)[1].split("\n```", 1)[0].splitlines()
+    assert not any(".constant" in line for line in shown)
+    folded = [line.strip() for line in shown if "constants not shown" in line]
+    assert folded == [f"// {len(constants)} constants not shown (Show IR for the full text)"]
+    assert shown.index(next(line for line in shown if "constants not shown" in line)) < 10  # where they began
+    assert len(shown) <= MAX_IR_LINES + 1
+    assert any("mbarrier.init" in line for line in shown[:30])  # the kernel's own work is in view

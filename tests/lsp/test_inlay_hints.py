@@ -29,7 +29,7 @@ def summary(found: list[types.InlayHint]) -> list[tuple[int, int, str]]:
 
 # (0-based line, character after the name, label) of every hint in data/typed_values.py
 EXPECTED = [
-    (7, 67, "= 128"),  # `WIDTH: Constexpr[int]`: no default, the launch gives 128
+    (7, 83, "= 128"),  # `WIDTH: Constexpr[int] = 128`: no default, the launch gives 128
     (8, 7, ": i32"),  # row = dsl.block_idx.x
     (9, 8, ": i32"),  # lane = dsl.thread_idx.x
     (11, 7, ": shared f32[32]"),  # buf = smem.array(f32, TILE)
@@ -131,3 +131,20 @@ async def test_the_client_is_asked_to_refresh_when_the_report_catches_up(client)
     assert summary(await hints(client, uri)) == []  # the old report's facts: nothing stands
     await wait_until(lambda: refreshes, what="workspace/inlayHint/refresh")
     assert summary(await hints(client, uri)) == [(line + 1, column, label) for line, column, label in EXPECTED]
+
+
+def test_a_literal_in_another_spelling_shows_nothing_and_a_parameter_reads_as_python():
+    """`m = -3e+38` traced as `-3.0e38` repeats nothing; a Constexpr parameter's value goes
+    after its annotation, nested brackets and all."""
+    from dsl.diagnostics import SourceRange
+    from dsl.frontend.trace_facts import COMPILE_TIME, ValueFact
+    from lsp.features.inlay_hints import type_hints
+
+    lines = ["    m = -3e+38  # the running max",
+             "def k(x, B: Constexpr[dict[str, int]] = None, W: Constexpr[int], n):",
+             "    big = 1 << 40"]
+    facts = [ValueFact(SourceRange("k.py", 1, 4, 1, 5), "m", "float", COMPILE_TIME, "-3.0e38"),
+             ValueFact(SourceRange("k.py", 2, 46, 2, 47), "W", "int", COMPILE_TIME, "128", parameter=True),
+             ValueFact(SourceRange("k.py", 3, 4, 3, 7), "big", "int", COMPILE_TIME, "1099511627776")]
+    found = [(h.position.line, h.position.character, h.label) for h in type_hints(facts, lines, 1, 3)]
+    assert found == [(1, 47 + len(": Constexpr[int]"), "= 128"), (2, 7, "= 1099511627776")]

@@ -75,7 +75,11 @@ async def test_line_cost_hints_end_each_kernel_line_when_switched_on(client):
     assert costs and set(costs) <= set(range(8, 23))  # the kernel's lines, nothing of the jit function
     at_line_ends = [(h.position.line, h.position.character, h.label) for h in found
                     if h.position.character == len(lines[h.position.line])]
-    assert at_line_ends == [(line - 1, len(lines[line - 1]), costs[line].summary()) for line in sorted(costs)]
+    headers = {"for": " (loop control, carried values)", "if": " (condition, branch, merged values)"}
+    said = {line: headers.get(lines[line - 1].split()[0], "") for line in costs}
+    assert any(said.values())  # the fixture's `for` and `if` lines say what their count is
+    assert at_line_ends == [(line - 1, len(lines[line - 1]), costs[line].summary() + said[line])
+                            for line in sorted(costs)]
     assert any(c.global_memory for c in costs.values()) and any(c.shared_memory for c in costs.values())
 
 

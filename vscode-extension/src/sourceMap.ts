@@ -19,15 +19,23 @@ export function coversLine(range: LspRange, line: number): boolean {
   return range.start.line <= line && line <= lastLine(range);
 }
 
-/** IR lines produced by source line `line` (0-based), sorted, without duplicates. */
+/**
+ * IR lines produced by source line `line` (0-based), sorted, without duplicates:
+ * those whose range starts on the line (a statement inside a loop maps to its own
+ * ops, not to the loop's branch ops, whose range spans the whole loop; the `for`
+ * line maps to the loop's ops), else those of the narrowest ranges covering it
+ * (the second line of a long expression, a comment in a loop's body). The
+ * server's `ir_lines_for` follows the same rule.
+ */
 export function irLinesForSourceLine(sourceMap: readonly SourceMapEntry[], line: number): number[] {
-  const lines = new Set<number>();
-  for (const entry of sourceMap) {
-    if (coversLine(entry.range, line)) {
-      lines.add(entry.irLine);
-    }
+  const covering = sourceMap.filter((entry) => coversLine(entry.range, line));
+  const span = (entry: SourceMapEntry): number => lastLine(entry.range) - entry.range.start.line;
+  let chosen = covering.filter((entry) => entry.range.start.line === line);
+  if (chosen.length === 0 && covering.length > 0) {
+    const narrowest = Math.min(...covering.map(span));
+    chosen = covering.filter((entry) => span(entry) === narrowest);
   }
-  return [...lines].sort((a, b) => a - b);
+  return [...new Set(chosen.map((entry) => entry.irLine))].sort((a, b) => a - b);
 }
 
 function compareRange(a: LspRange, b: LspRange): number {

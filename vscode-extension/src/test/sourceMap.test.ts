@@ -41,6 +41,21 @@ describe('irLinesForSourceLine', () => {
     assert.deepEqual(irLinesForSourceLine(MAP, 6), [5, 6]);
   });
 
+  it("maps a line inside a loop to its own ops, not the loop's branch ops", () => {
+    // line 10: for i in range(n):   -> IR 19 (range(n)), 20 and 21 (the loop's ops, range 10..12)
+    // line 11:     acc += x[i]      -> IR 22
+    // line 12:     # a comment      (no IR of its own: the loop's)
+    const loop: SourceMapEntry[] = [
+      { irLine: 19, range: r(10, 13, 10, 21) },
+      { irLine: 20, range: r(10, 4, 12, 15) },
+      { irLine: 21, range: r(10, 4, 12, 15) },
+      { irLine: 22, range: r(11, 8, 11, 19) },
+    ];
+    assert.deepEqual(irLinesForSourceLine(loop, 11), [22]);
+    assert.deepEqual(irLinesForSourceLine(loop, 12), [20, 21]);
+    assert.deepEqual(irLinesForSourceLine(loop, 10), [19, 20, 21]);
+  });
+
   it('returns nothing for lines with no mapping', () => {
     assert.deepEqual(irLinesForSourceLine(MAP, 0), []);
     assert.deepEqual(irLinesForSourceLine(MAP, 3), []);
