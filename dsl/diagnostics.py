@@ -150,6 +150,9 @@ CATALOGUE: dict[str, Rule] = {
              " is used after it, or `None` is carried through dynamic control flow."),
         Rule("DSL304", Severity.ERROR, "kernel called outside a jit function",
              "`@kernel` functions are launched from `@jit` functions, not called directly."),
+        Rule("DSL305", Severity.ERROR, "wgmma accumulator read while in flight",
+             "A wgmma accumulator is read (or stored, converted, passed to another op) before a `dsl.wgmma_wait` "
+             "that retires its group returned it: on the GPU the tensor cores may still be writing it."),
         Rule("DSL401", Severity.ERROR, "MLIR verifier error",
              "The generated IR failed verification; the range is the Python that produced the op."),
         Rule("DSL402", Severity.ERROR, "lowering or backend failure",

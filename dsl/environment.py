@@ -33,6 +33,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("KDSL_NVTX", "switch", "wrap each launch in an NVTX range"),
     Variable("KDSL_FULL_TRACEBACK", "switch", "show kdsl's own frames in errors raised at a jit call"),
     Variable("KDSL_INTERPRET", "switch", "run @dsl.jit calls in the interpreter, on the CPU, with NumPy arrays"),
+    Variable("KDSL_NCU", "path", "the Nsight Compute `ncu` that `kdsl profile` runs (default: on PATH, then the "
+                                 "CUDA toolkit's and /opt/nvidia/nsight-compute's)"),
+    Variable("KDSL_PROFILE_REQUEST", "path", "set by `dsl.profile` in the run it starts under ncu (not for users)"),
 )}
 
 _TRUE = ("1", "true", "yes", "on")

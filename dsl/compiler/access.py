@@ -90,4 +90,18 @@ def _alignment(op: Any, p: Any) -> int:
     for name in ("alignment", "size"):  # a load's promise; an async copy's bytes (it needs them aligned)
         if name in attrs:
             return max(int(ir.IntegerAttr(attrs[name]).value), p.dtype.nbytes)
-    return p.dtype.nbytes
+    return max(_natural_alignment(op), p.dtype.nbytes)
+
+
+_VALUE = {"llvm.store": 0, "llvm.atomicrmw": 1, "llvm.cmpxchg": 1}  # op name -> operand index of the value
+
+
+def _natural_alignment(op: Any) -> int:
+    """The bytes of the value an unannotated access moves, which LLVM aligns it to: wider than the
+    parameter's element when the kernel reads the tensor through a `view` (`x.view(dsl.i32)` of
+    an `i8` tensor loads 4 bytes at a time)."""
+    value = op.results[0] if op.name == "llvm.load" else op.operands[_VALUE.get(op.name, 0)]
+    ty = value.type
+    if isinstance(ty, ir.IntegerType | ir.FloatType):  # the bindings give each type its own class
+        return max(1, ty.width // 8)
+    return 1

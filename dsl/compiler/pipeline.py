@@ -190,6 +190,35 @@ def stage_llvm(build: Build) -> None:
     build.maps["llvm"] = source_maps.llvm_map(text)
 
 
+# A libdevice function called from more sites than this is called, not inlined at each: a GEMM
+# epilogue applying `dsl.erf` to each of 128 accumulator elements inlined 128 bodies of
+# `__nv_erff`, five times the plain GEMM's PTX, which LLVM, ptxas and nvdisasm then took
+# 1.7-2x the plain GEMM's time over (benchmarks/compile_gemm_epilogue.py). Called, one body
+# remains; on the H200 the fused GEMM ran at the same speed (0.98-1.00x, four shapes from
+# 16x8192x8192 to 8192^3). Elementwise kernels (8 lanes and a tail) stay inlined.
+INLINE_CALL_SITES = 16
+
+
+def call_repeated_libdevice(gpu_module: Any, limit: int = INLINE_CALL_SITES) -> list[str]:
+    """Marks the calls of each libdevice function with more than `limit` call sites
+    `no_inline`, and returns those functions' names."""
+    sites: dict[str, list[Any]] = {}
+
+    def visit(op: Any) -> ir.WalkResult:
+        if op.name == "llvm.call" and "callee" in op.attributes:
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            if callee.startswith("__nv_"):
+                sites.setdefault(callee, []).append(op)
+        return ir.WalkResult.ADVANCE
+
+    gpu_module.walk(visit)
+    called = sorted(name for name, calls in sites.items() if len(calls) > limit)
+    for name in called:
+        for call in sites[name]:
+            call.attributes["no_inline"] = ir.UnitAttr.get()
+    return called
+
+
 def _calls_libdevice(gpu_module: Any) -> bool:
     return any(op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value.startswith("__nv_")
                for op in gpu_module.regions[0].blocks[0].operations)
@@ -199,6 +228,7 @@ def stage_ptx(build: Build) -> None:
     module = _module_copy(build, build.lowered_module)
     gpu_module = _gpu_module(module)
     if _calls_libdevice(gpu_module):  # libdevice math: link it (parsing it costs ~20 ms)
+        call_repeated_libdevice(gpu_module)
         gpu_module.attributes["targets"] = ir.ArrayAttr.get(
             [_nvvm_target_with_libdevice(build.target.name, build.target.ptx_version)])
     try:

@@ -42,13 +42,13 @@ PY_OPS = {
     "Add": operator.add, "Sub": operator.sub, "Mult": operator.mul, "Div": operator.truediv,
     "FloorDiv": operator.floordiv, "Mod": operator.mod, "Pow": operator.pow,
     "LShift": operator.lshift, "RShift": operator.rshift, "BitAnd": operator.and_,
-    "BitOr": operator.or_, "BitXor": operator.xor,
+    "BitOr": operator.or_, "BitXor": operator.xor, "MatMult": operator.matmul,
     "Eq": operator.eq, "NotEq": operator.ne, "Lt": operator.lt, "LtE": operator.le,
     "Gt": operator.gt, "GtE": operator.ge,
 }
 SYMBOLS = {
     "Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "Mod": "%", "Pow": "**",
-    "LShift": "<<", "RShift": ">>", "BitAnd": "&", "BitOr": "|", "BitXor": "^",
+    "LShift": "<<", "RShift": ">>", "BitAnd": "&", "BitOr": "|", "BitXor": "^", "MatMult": "@",
     "Eq": "==", "NotEq": "!=", "Lt": "<", "LtE": "<=", "Gt": ">", "GtE": ">=",
 }
 
@@ -77,6 +77,14 @@ def constant(py: Any, dtype: DType) -> Scalar:
     if value >= 2 ** (bits - 1):
         value -= 2**bits  # the same bits, as MLIR's signed attribute wants them
     return Scalar(ops.constant(ty, value), dtype)
+
+
+def zero_vector(dtype: DType, width: int) -> Vector:
+    """A `vector<width x dtype>` of zeros (fp8 zero is the all-zero bit pattern)."""
+    ty = ir.VectorType.get([width], dtype.mlir_type())
+    element = dtype.mlir_type()
+    zero = ir.FloatAttr.get(element, 0.0) if dtype.is_float and not dtype.is_fp8 else ir.IntegerAttr.get(element, 0)
+    return Vector(ops.constant(ty, ir.DenseElementsAttr.get_splat(ty, zero)), dtype, width)
 
 
 def literal_type(py: Any) -> DType:
@@ -243,6 +251,9 @@ def binary(op: str, a: Any, b: Any) -> Any:
     sym = SYMBOLS[op]
     if op == "Pow":
         return _power(a, b)
+    if op == "MatMult":
+        raise DSLTypeError("'@' is not defined for DSL values; tensor-core products are dsl.mma_sync and "
+                           "dsl.wgmma, and a dot product of two vectors is (a * b).sum()")
     x, y, ty = common(a, b, sym)
     if ty.is_bool and op not in ("BitAnd", "BitOr", "BitXor"):
         raise DSLTypeError(f"'{sym}' on bool values; cast to an integer type first")
@@ -267,6 +278,8 @@ def _python(op: str, a: Any, b: Any) -> Any:
     """A compile-time operation; Python's own errors become type errors at the expression."""
     try:
         return PY_OPS[op](a, b)
+    except TypeError:  # Python's message names the compiler's classes: say it in the user's types
+        raise DSLTypeError(f"'{SYMBOLS[op]}' is not defined for {type_name(a)} and {type_name(b)}") from None
     except Exception as err:
         raise DSLTypeError(f"'{SYMBOLS[op]}' on {type_name(a)} and {type_name(b)}: {err}") from None
 
@@ -307,8 +320,9 @@ def unary(op: str, a: Any) -> Any:
         fn = {"USub": operator.neg, "UAdd": operator.pos, "Not": operator.not_, "Invert": operator.invert}[op]
         try:
             return fn(a)
-        except Exception as err:
-            raise DSLTypeError(f"unary {op} on {type_name(a)}: {err}") from None
+        except TypeError:
+            symbol = {"USub": "-", "UAdd": "+", "Not": "not", "Invert": "~"}[op]
+            raise DSLTypeError(f"unary '{symbol}' is not defined for {type_name(a)}") from None
     if op == "UAdd":
         return a
     _no_fp8_arithmetic(a.dtype, {"USub": "-", "Not": "not", "Invert": "~"}.get(op, op))
@@ -350,6 +364,16 @@ def bitcast(value: Any, to: DType) -> Scalar | Vector:
     if lanes == 1:
         return Scalar(ops.vector_extract(out, 0), to)
     return Vector(out, to, lanes)
+
+
+def min_max(kind: str, a: Any, b: Any) -> Any:
+    """`dsl.min` / `dsl.max` of two values (lanewise on vectors): floats propagate NaN and order
+    -0.0 below +0.0 (`arith.minimumf` / `maximumf`, PTX `min.NaN`); ints by their signedness."""
+    x, y, ty = common(a, b, kind)
+    if ty.is_bool:
+        raise DSLTypeError(f"dsl.{kind} on bool values")
+    suffix = "imumf" if ty.is_float else "si" if ty.is_signed else "ui"
+    return _wrap(x, ops.same_type(f"arith.{kind}{suffix}", x.value, y.value), ty)
 
 
 def truth(value: Any) -> Scalar:

@@ -28,8 +28,8 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
             return
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             seen.setdefault(node.id, None)
-        if isinstance(node, ast.Return):
-            seen.setdefault(RETURN_NAME, None)
+        if isinstance(node, ast.Return) and node.value is not None:
+            seen.setdefault(RETURN_NAME, None)  # a bare `return` sets only the exit flag
         for child in ast.iter_child_nodes(node):
             visit(child)
 

@@ -57,6 +57,7 @@ from dsl.frontend.values import BoundMethod, DSLTypeError, Scalar, ShapeView, ty
 from dsl.language import device as D
 from dsl.language import intrinsics as I
 from dsl.language import tensor_cores as T
+from dsl.language.placement import DEVICE, placement
 from dsl.language.types import ConstexprType, DType, TensorType, boolean, evaluate_annotation, i32
 
 
@@ -98,6 +99,7 @@ class HostTracer(HostRunTimeFacts, Tracer):
         self.compiler = compiler  # specializes and traces kernels on demand
         self.state = HostState()
         self.declare_at: Any = None  # insertion point for declarations (before the func.func)
+        self.function_name = "the @jit function"  # the one being traced, for messages
         self._declared: set[str] = set()
 
     # ----- host arithmetic keeps a Python expression alongside -----------------------------
@@ -135,7 +137,15 @@ class HostTracer(HostRunTimeFacts, Tracer):
         if isinstance(fn, KernelFunction):
             return KernelCall(fn, args, kwargs, node)
         if isinstance(fn, BoundMethod) and fn.name == "launch":
+            try:
+                inspect.signature(self.launch).bind(node, fn.receiver, *args, **kwargs)
+            except TypeError as err:
+                raise self.fail("DSL301", node, f".launch(grid, block, smem=None, stream=None, cluster=None): "
+                                f"{err}") from None
             return self.launch(node, fn.receiver, *args, **kwargs)
+        if placement(fn) == DEVICE:
+            raise DSLTypeError(f"dsl.{getattr(fn, '__name__', fn)} is device code: call it in a @dsl.kernel (or a "
+                               "helper a kernel calls), not in a @jit function")
         if isinstance(fn, JitFunction):
             raise DSLTypeError("calling a @jit function from another one is not supported; call a plain helper")
         if fn is D.sm_count:
@@ -147,6 +157,8 @@ class HostTracer(HostRunTimeFacts, Tracer):
         if fn is T.tensor_map:
             return tensor_map(self, args, kwargs)
         if fn is I.cdiv:
+            if len(args) != 2 or kwargs:
+                raise DSLTypeError("dsl.cdiv(a, b) takes two values")
             a, b = args
             if isinstance(a, int) and isinstance(b, int):
                 return -(-a // b)
@@ -154,8 +166,8 @@ class HostTracer(HostRunTimeFacts, Tracer):
             if nonneg(a) and nonneg(b):
                 return HostScalar(out.value, out.dtype, f"(-(-{py_expr(a)} // {py_expr(b)}))", True)
             return HostScalar(out.value, out.dtype, f"rt.cdiv({py_expr(a)}, {py_expr(b)})")
-        if fn in (min, max, I.minimum, I.maximum) and any(isinstance(a, Scalar) for a in args):
-            kind = "min" if fn in (min, I.minimum) else "max"
+        if any(fn is f for f in (min, max, I.minimum, I.maximum)) and any(isinstance(a, Scalar) for a in args):
+            kind = "min" if fn is min or fn is I.minimum else "max"
             acc = args[0]
             for other in args[1:]:
                 x, y, ty = A.common(acc, other, kind)
@@ -291,7 +303,7 @@ class HostTracer(HostRunTimeFacts, Tracer):
             ann = evaluate_annotation(kernel.fn, param.annotation)
             if isinstance(ann, ConstexprType):
                 if isinstance(value, Scalar | HostTensor):
-                    raise self.fail("DSL301", node, f"'{name}' is Constexpr; pass a compile-time value")
+                    raise self.fail("DSL301", node, _constexpr_message(self.function_name, name, node, value))
                 out.append((ParamSpec(name, "constexpr", value=value), value, node))
             elif isinstance(value, HostTensorMap):
                 if ann is not T.TensorMap and param.annotation is not inspect.Parameter.empty:
@@ -374,6 +386,19 @@ class HostTracer(HostRunTimeFacts, Tracer):
             smem_required))
 
 
+def _constexpr_message(jit_name: str, name: str, node: ast.AST, value: Any) -> str:
+    """A run-time value given to a Constexpr parameter. A shape or a scalar is read at each
+    call, after the specialization is chosen, so the way to specialise on one is a Constexpr
+    parameter of the jit function that the caller passes and an assert that checks it."""
+    if not isinstance(value, Scalar):
+        return f"'{name}' is Constexpr; pass a compile-time value, not {type_name(value)}"
+    text = ast.unparse(node) if isinstance(node, ast.expr) else "this value"
+    return (f"'{name}' is Constexpr, and {text} is a run-time {type_name(value)} (read at each call). To specialise "
+            f"on it, give {jit_name} a parameter `{name}: Constexpr[int]`, pass it from Python "
+            f"(`{jit_name}(..., {name}={text})`), check it with `assert {text} == {name}` (the launcher checks "
+            f"before launching) and pass {name} here")
+
+
 def _argument_nodes(call: ast.Call, sig: inspect.Signature) -> dict[str, ast.AST]:
     names = list(sig.parameters)
     out: dict[str, ast.AST] = {}
@@ -401,6 +426,7 @@ def trace_host(src: FunctionSource, fn: Any, params: list[ParamSpec], compiler: 
         entry = fn_op.regions[0].blocks.append(*fn_type.inputs)
     tracer = HostTracer(sink, compiler)
     tracer.declare_at = ir.InsertionPoint(fn_op)  # declarations go before the function
+    tracer.function_name = fn.__name__
     env: dict[str, Any] = {}
     args = iter(entry.arguments)
     for p in params:

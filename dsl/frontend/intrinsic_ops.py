@@ -16,6 +16,8 @@ barriers, printf, casts and vectors are here, and Python's own `print` and `brea
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any
 
 from mlir import ir
@@ -26,6 +28,40 @@ from dsl.frontend.math_ops import classify, exp2_based, math_op
 from dsl.frontend.values import DSLTypeError, Scalar, TensorRef, Vector, type_name
 from dsl.language import intrinsics as I
 from dsl.language.types import DType, i32
+
+
+@functools.cache
+def _signature(fn: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def check_arguments(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    """DSL301 when a call does not bind to the intrinsic's surface signature as a Python call
+    would: an emitter that failed on a missing or extra argument reports the user's mistake,
+    with the signature, rather than its own failure (most emitters check and say more)."""
+    signature = _signature(fn)
+    if signature is None:
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as err:
+        plain = signature.replace(parameters=[p.replace(annotation=inspect.Parameter.empty)
+                                              for p in signature.parameters.values()],
+                                  return_annotation=inspect.Signature.empty)
+        raise DSLTypeError(f"dsl.{getattr(fn, '__name__', fn)}{plain}: {err}") from None
+
+
+def bind_method(name: str, signature_of: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A method call's arguments by name (defaults applied), bound to `signature_of`."""
+    try:
+        bound = inspect.signature(signature_of).bind(*args, **kwargs)
+    except TypeError as err:
+        raise DSLTypeError(f".{name}(): {err}") from None
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 def _index_to_i32(v: Any) -> Scalar:
@@ -158,6 +194,10 @@ def _bitcast(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
 def _vector(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Vector:
     if len(args) < 2:
         raise DSLTypeError("dsl.vector takes two or more scalars")
+    joined = next((a for a in args if isinstance(a, Vector)), None)
+    if joined is not None:
+        raise DSLTypeError(f"dsl.vector takes scalars, got {type_name(joined)}; to join vectors, unpack their "
+                           "lanes: dsl.vector(*a, *b)")
     first = next((a for a in args if isinstance(a, Scalar)), None)
     dtype = first.dtype if first else A.literal_type(args[0])
     scalars = [A.to_scalar(a, dtype) for a in args]

@@ -25,7 +25,7 @@ from mlir import ir
 from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, Fix, SourceRange, TextEdit
 from dsl.frontend import arith as A
 from dsl.frontend import memory, ops
-from dsl.frontend.intrinsic_ops import IMPLS, dim3, trace_breakpoint, trace_print
+from dsl.frontend.intrinsic_ops import IMPLS, bind_method, check_arguments, dim3, trace_breakpoint, trace_print
 from dsl.frontend.params import ParamSpec, flatten_params, tensor_layout
 from dsl.frontend.source import FunctionSource, closure_vars, location
 from dsl.frontend.static_checks import decorator_info
@@ -42,6 +42,7 @@ from dsl.frontend.values import (
     TensorRef,
     type_name,
 )
+from dsl.frontend.wgmma_diagnostics import check_accumulator_reads
 from dsl.language import intrinsics as I
 from dsl.language.placement import HOST, placement
 from dsl.language.types import DType, i32
@@ -105,6 +106,17 @@ class RuntimeSizedSharedArray(SharedArray):
         return n
 
 
+def _vload(index: Any, width: int = 4) -> None: ...
+def _vstore(index: Any, value: Any, /) -> None: ...
+def _array(dtype: Any, shape: Any, align: int = 16, swizzle: int = 0) -> None: ...
+def _view(dtype: Any, /) -> None: ...
+
+
+# The methods of tensors, shared arrays and the allocator, with the signatures of their stubs
+# (`dsl/language/types.pyi`, `intrinsics.pyi`): a call binds as Python would bind it.
+_METHODS = {"vload": _vload, "vstore": _vstore, "array": _array, "view": _view}
+
+
 class KernelTracer(Tracer):
     mode = "kernel"
 
@@ -145,7 +157,11 @@ class KernelTracer(Tracer):
     def call_intrinsic(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if fn is I.SharedAllocator:
             self.allocator_node = node
-        return IMPLS[fn](self, args, kwargs)
+        try:
+            return IMPLS[fn](self, args, kwargs)
+        except (TypeError, ValueError, IndexError, KeyError):
+            check_arguments(fn, args, kwargs)  # arguments that do not bind are the user's mistake
+            raise
 
     def get_attribute(self, node: ast.Attribute, base: Any, attr: str) -> Any:
         if isinstance(base, I.Dim3):
@@ -161,7 +177,7 @@ class KernelTracer(Tracer):
                 return base.dtype
             if attr == "rank":
                 return base.rank
-            if attr in ("vload", "vstore"):
+            if attr in ("vload", "vstore", "view"):
                 return BoundMethod(attr, base)
             raise DSLTypeError(f"tensor '{base.name}' has no attribute '{attr}'")
         if isinstance(base, SharedArray):
@@ -169,7 +185,7 @@ class KernelTracer(Tracer):
                 return base.shape
             if attr == "dtype":
                 return base.dtype
-            if attr in ("vload", "vstore"):
+            if attr in ("vload", "vstore", "view"):
                 return BoundMethod(attr, base)
             raise DSLTypeError(f"shared array has no attribute '{attr}'")
         if isinstance(base, SharedAllocatorState):
@@ -185,14 +201,16 @@ class KernelTracer(Tracer):
     def call(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         from dsl.language.decorators import JitFunction, KernelFunction
 
-        if isinstance(fn, BoundMethod):
+        if isinstance(fn, BoundMethod) and fn.name in _METHODS:
+            got = bind_method(fn.name, _METHODS[fn.name], args, kwargs)
             if fn.name == "vload":
-                return memory.vload(fn.receiver, args[0], args[1] if len(args) > 1 else kwargs.get("width", 4))
+                return memory.vload(fn.receiver, got["index"], got["width"])
             if fn.name == "vstore":
-                memory.vstore(fn.receiver, args[0], args[1])
+                memory.vstore(fn.receiver, got["index"], got["value"])
                 return None
-            if fn.name == "array":
-                return self.allocate(node, fn.receiver, *args, **kwargs)
+            if fn.name == "view":
+                return memory.view(fn.receiver, got["dtype"])
+            return self.allocate(node, fn.receiver, got["dtype"], got["shape"], got["align"], got["swizzle"])
         if fn is print:  # one line per thread (on the GPU too): `intrinsic_ops.trace_print`
             return trace_print(self, args, kwargs)
         if fn is breakpoint:  # stops in the interpreter, does nothing on the GPU
@@ -206,6 +224,16 @@ class KernelTracer(Tracer):
             raise self.fail("DSL302", node, f"dsl.{fn.__name__}() is read by the launcher: call it in the @jit "
                             "function and pass the value to the kernel (or use dsl.grid_dim)")
         return super().call(node, fn, args, kwargs)
+
+    def stmt_Return(self, stmt: ast.Return) -> None:
+        """A kernel's own `return` is bare (results go into tensor arguments); a helper's may
+        carry a value. Refused at the statement, so the range is the `return` that is wrong."""
+        value = stmt.value
+        if len(self.frames) == 1 and value is not None and not (isinstance(value, ast.Constant)
+                                                                and value.value is None):
+            raise self.fail("DSL301", stmt, "kernels return nothing; write results into a tensor argument "
+                            "(a bare 'return' may leave early)")
+        super().stmt_Return(stmt)
 
     def subscript(self, node: ast.Subscript, base: Any, index: Any) -> Any:
         if isinstance(base, TensorRef | SharedArray):
@@ -421,14 +449,14 @@ def trace_kernel(
     with ir.InsertionPoint(entry), location(file.range_of(node)), A.target_scope(target):
         try:
             tracer.run_recovering(node.body)
-            if tracer.frame.env.get("__return__") is not None:
-                raise DiagnosticError(Diagnostic.make("DSL301", "kernels return nothing; write results into a "
-                                                      "tensor argument", def_range))
         except DiagnosticError as err:
             sink.add(err.diagnostic)
             ok = False
         ops.create("gpu.return")
-    if not ok or tracer.failed:
+    races = check_accumulator_reads(tracer, func) if ok and not tracer.failed else []  # DSL305
+    for race in races:
+        sink.add(race)
+    if not ok or tracer.failed or races:
         func.erase()
         return None
     return TracedKernel(symbol, kfn.kernel_name, params, block, tracer.static_smem,

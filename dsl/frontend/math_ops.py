@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dsl.frontend import arith as A
-from dsl.frontend import ops
+from dsl.frontend import ops, vector_ops
 from dsl.frontend.values import DSLTypeError, Scalar, Vector, type_name
 from dsl.language.types import DType, boolean
 
@@ -148,24 +148,28 @@ def fma(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
 
 
 def minmax(kind: str) -> Impl:
+    """`dsl.max(a, b, ...)` elementwise; `dsl.max(v)` of one vector reduces its lanes, as
+    Python's `max(iterable)` does (the builtins `max` / `min` come here too)."""
     def impl(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if kwargs:
+            raise DSLTypeError(f"dsl.{kind} takes no keyword arguments ({', '.join(kwargs)} given)")
+        if len(args) == 1 and isinstance(args[0], Vector):
+            return vector_ops.reduce_lanes(args[0], kind, f"{kind}(v)")
         if len(args) < 2:
-            raise DSLTypeError(f"dsl.{kind} takes at least two arguments")
+            raise DSLTypeError(f"dsl.{kind} takes two or more values, or one vector (whose lanes it reduces); "
+                               f"got {', '.join(type_name(a) for a in args) or 'nothing'}")
         if not any(isinstance(a, Scalar | Vector) for a in args):  # compile-time values
             return (min if kind == "min" else max)(args)
         acc = args[0]
         for other in args[1:]:
-            x, y, ty = A.common(acc, other, kind)
-            if ty.is_bool:
-                raise DSLTypeError(f"dsl.{kind} on bool values")
-            suffix = "imumf" if ty.is_float else "si" if ty.is_signed else "ui"
-            acc = wrap(x, ops.same_type(f"arith.{kind}{suffix}", x.value, y.value), ty)
+            acc = A.min_max(kind, acc, other)
         return acc
 
     return impl
 
 
 def absolute(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    _arity("abs", args, kwargs, 1)
     (v,) = args
     v = A.to_scalar(v) if not isinstance(v, Scalar | Vector) else v
     if v.dtype.is_fp8:

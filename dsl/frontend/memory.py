@@ -3,11 +3,13 @@
 Tensors are a base pointer plus dynamic shape and outer strides; the innermost stride is
 the constant 1, so `x[i]` is one `getelementptr` and consecutive threads touch
 consecutive addresses (coalesced). Shared arrays have static shapes, so their strides are
-constants and static indices are bounds-checked while tracing.
+constants and static indices are bounds-checked while tracing. `view` reads either as
+elements of another type (an `i8` tile as the 16-bit rows `ldmatrix` moves, or the reverse).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from mlir import ir
@@ -15,7 +17,7 @@ from mlir import ir
 from dsl.frontend import arith as A
 from dsl.frontend import ops
 from dsl.frontend.values import DSLTypeError, Scalar, SharedArray, TensorRef, Vector, type_name
-from dsl.language.types import i32, i64
+from dsl.language.types import DType, i32, i64
 
 
 def ptr_type(address_space: int) -> Any:
@@ -90,6 +92,62 @@ def _swizzled_address(ref: Any, offset: Scalar | int) -> Any:
             return ref.ptr
         byte = A.constant(byte, i32)
     return ops.llvm_gep(ptr_type(3), ref.ptr, byte.value, ir.IntegerType.get_signless(8))
+
+
+def view(ref: Any, dtype: Any) -> TensorRef | SharedArray:
+    """`t.view(dtype)`: the same bytes read as elements of another type (as `torch.Tensor.view`).
+
+    The innermost dimension scales by the ratio of the element sizes and the outer strides with
+    it, so `x.view(dsl.i16)` of an (M, K) `i8` tensor is (M, K / 2) with the same rows; the base
+    pointer is the same value, so every access through a view still counts as an access of the
+    parameter (the launcher's alignment and write facts, `dsl/compiler/access.py`). A shared
+    array's extents are known here, so one that does not hold whole elements of `dtype` is
+    refused now; a tensor's are known at launch, where the launcher checks that its pointer and
+    outer strides are multiples of what the accesses through the view need (a run-time inner
+    extent that is no multiple is rounded down: the elements past it are not reachable)."""
+    if not isinstance(dtype, DType) or dtype.is_bool or dtype.kind == "index":
+        raise DSLTypeError(f".view() takes a DSL element type (dsl.i8, dsl.u16, dsl.bf16, ...), not "
+                           f"{type_name(dtype) if not isinstance(dtype, DType) else dtype.name}")
+    if ref.dtype.is_bool or ref.dtype.kind == "index":
+        raise DSLTypeError(f"{type_name(ref)} cannot be viewed as another type: its elements are not plain bytes")
+    if dtype == ref.dtype:
+        return ref
+    if isinstance(ref, TensorRef):
+        return _tensor_view(ref, dtype)
+    return _shared_view(ref, dtype)
+
+
+def _rescaled(extent: Any, old: DType, new: DType) -> Any:
+    """An extent or stride in elements of `old` counted in elements of `new` (sizes are powers
+    of two and extents never negative, so a shift is exact; a wider `new` rounds down)."""
+    if isinstance(extent, int):
+        return extent * old.nbytes // new.nbytes
+    shift = abs(old.nbytes.bit_length() - new.nbytes.bit_length())
+    return A.binary("LShift" if old.nbytes > new.nbytes else "RShift", extent, shift)
+
+
+def _tensor_view(ref: TensorRef, dtype: DType) -> TensorRef:
+    shape = [*ref.shape[:-1], _rescaled(ref.shape[-1], ref.dtype, dtype)]
+    strides = [_rescaled(s, ref.dtype, dtype) for s in ref.strides[:-1]] + [1]
+    return TensorRef(ref.name, ref.ptr, dtype, ref.rank, shape, strides, ref.address_space)
+
+
+def _shared_view(ref: SharedArray, dtype: DType) -> SharedArray:
+    inner = ref.shape[-1]
+    what = f"{type_name(ref)} viewed as {dtype.name}"
+    if not isinstance(inner, int):
+        raise DSLTypeError(f"{what}: its run-time extent may not hold whole {dtype.name} elements; view it as a "
+                           f"type of the same size, or allocate it as {dtype.name}")
+    row = inner * ref.dtype.nbytes
+    if row % dtype.nbytes:
+        raise DSLTypeError(f"{what}: its rows are {row} bytes, not a whole number of {dtype.nbytes}-byte "
+                           f"{dtype.name} elements; pad the inner extent to a multiple of "
+                           f"{dtype.nbytes // ref.dtype.nbytes} elements")
+    if ref.align < dtype.nbytes:
+        raise DSLTypeError(f"{what}: the array is {ref.align}-byte aligned, {dtype.name} elements need "
+                           f"{dtype.nbytes}; allocate it with align={dtype.nbytes}")
+    shape = (*ref.shape[:-1], row // dtype.nbytes)
+    return dataclasses.replace(ref, dtype=dtype, shape=shape)  # the same class (a run-time outer extent stays)
 
 
 def load(ref: Any, index: Any) -> Scalar:

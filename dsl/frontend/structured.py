@@ -20,7 +20,7 @@ from mlir import ir
 
 from dsl.diagnostics import SourceRange
 from dsl.frontend import arith as A
-from dsl.frontend import ops
+from dsl.frontend import ops, vector_ops
 from dsl.frontend.carried import (
     LIST_KEY,
     CarriedState,
@@ -303,10 +303,11 @@ class StructuredControlFlow:
         return [(name, (value, placeholder) if side == 0 else (placeholder, value))]
 
     def _placeholder(self, stmt: ast.AST, name: str, value: Any) -> Any:
-        """A value of `value`'s type for a path on which it is never read."""
+        """A value of `value`'s type for a path on which it is never read (that path left the
+        function or the loop): zeros, a scalar or a vector (a `vload`, a fragment, an
+        accumulator) alike, so what is defined after an early exit merges like anything else."""
         if isinstance(value, Vector):
-            raise self.fail("DSL303", stmt, f"'{name}' (a vector) is assigned on a path that may leave "
-                            "early; define it before the branch")
+            return A.zero_vector(value.dtype, value.width)
         return A.constant(0.0 if value.dtype.is_float else 0, value.dtype)
 
     def _join_type(self, stmt: ast.AST, name: str, a: Any, b: Any) -> DType:
@@ -376,6 +377,8 @@ class StructuredControlFlow:
                 self.dynamic_for(stmt, args)
                 return
         iterable = self.eval(it)
+        if isinstance(iterable, Vector):  # its lanes, unrolled (the width is known while tracing)
+            iterable = vector_ops.lanes(iterable)
         if isinstance(iterable, tuple | list | range):
             self.static_for(stmt, iterable)
             return

@@ -183,13 +183,28 @@ def ldmatrix(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Vector:
     count = _static_int(count, "dsl.ldmatrix count", (1, 2, 4))
     if not isinstance(transpose, bool):
         raise DSLTypeError("dsl.ldmatrix transpose must be a compile-time bool")
-    if not isinstance(smem, SharedArray) or smem.dtype.bits != 16:
-        raise DSLTypeError(f"dsl.ldmatrix loads 16-bit elements from a shared array, not {type_name(smem)}")
+    _ldmatrix_elements(smem, transpose)
     address = shared_address(smem, got["index"], "dsl.ldmatrix", 16)
     text = (f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if transpose else ''}.shared.b16 "
             f"{_regs(0, count)}, [${count}];")
     words = asm([_i(32)] * count, text, ",".join(["=r"] * count + ["r"]), [address])
     return _from_words(smem.dtype, words)
+
+
+def _ldmatrix_elements(smem: Any, transpose: bool) -> None:
+    """ldmatrix moves 8x8 matrices of 16-bit elements, one 16-byte row per lane address. On
+    8-bit data each row is 16 elements and lane `l` receives bytes 4 (l % 4).. of row l // 4:
+    exactly the m16n8k32 A fragment (and B stored N x K), so 8-bit arrays load as they are.
+    Transposing moves 16-bit elements, which would keep pairs of bytes together: refused."""
+    if not isinstance(smem, SharedArray) or smem.dtype.bits not in (8, 16):
+        hint = ("; to move its bytes as 16-bit elements, view it: `.view(dsl.u16)`"
+                if isinstance(smem, SharedArray) and not smem.dtype.is_bool else "")
+        raise DSLTypeError(f"dsl.ldmatrix loads 16-bit or 8-bit elements from a shared array, not "
+                           f"{type_name(smem)}{hint}")
+    if transpose and smem.dtype.bits == 8:
+        raise DSLTypeError(f"dsl.ldmatrix transpose=True moves 16-bit elements, so it cannot transpose the 8-bit "
+                           f"{type_name(smem)}; mma_sync m16n8k32 takes B stored N x K (K contiguous), which "
+                           "ldmatrix loads untransposed")
 
 
 def cp_async(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
@@ -202,7 +217,9 @@ def cp_async(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
     if not isinstance(dst, SharedArray):
         raise DSLTypeError(f"dsl.cp_async copies into a shared array, not {type_name(dst)}")
     if dst.dtype.bits != src.dtype.bits:
-        raise DSLTypeError(f"dsl.cp_async from {type_name(src)} into {type_name(dst)}: the element types differ")
+        raise DSLTypeError(f"dsl.cp_async from {type_name(src)} into {type_name(dst)}: the element types differ; "
+                           f"view one as the other's type: `{src.name}.view(dsl.{dst.dtype.name})` (the tensor) or "
+                           f"`.view(dsl.{src.dtype.name})` on the shared array")
     if size % src.dtype.nbytes:
         raise DSLTypeError(f"dsl.cp_async of {size} bytes is not a whole number of {src.dtype.name} elements")
     _check_alignment(dst, got["dst_index"], "dsl.cp_async", size)
@@ -496,6 +513,7 @@ def _mn_major(smem: Any, lead: Any, what: str) -> _Tile:
 def wgmma(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Vector:
     got = bind(T.wgmma, args, kwargs)
     _require_arch_specific(tracer, "dsl.wgmma")
+    tracer.wgmma_issued = True  # the kernel's reads of accumulators are checked (`wgmma_groups`)
     acc, a, b, b_major = got["acc"], got["a"], got["b"], got["b_major"]
     if not isinstance(acc, Vector) or acc.dtype != f32:
         raise DSLTypeError(f"dsl.wgmma accumulates into an f32 vector (vector<N/2xf32>), not {type_name(acc)}")

@@ -26,7 +26,7 @@ from mlir import ir
 
 from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, SourceRange
 from dsl.frontend import arith as A
-from dsl.frontend import ops, trace_facts
+from dsl.frontend import ops, trace_facts, vector_ops
 from dsl.frontend.control_flow import (
     BREAK_FLAG,
     CONTINUE_FLAG,
@@ -46,6 +46,7 @@ from dsl.frontend.values import (
     Scalar,
     ShapeView,
     Vector,
+    missing_attribute,
     type_name,
 )
 from dsl.language import intrinsics as I
@@ -100,6 +101,7 @@ class Tracer(StructuredControlFlow):
         self.frames: list[Frame] = []
         self.failed = False
         self.facts = trace_facts.current()  # what the editor learns of each name (None: nobody asked)
+        self._locations: dict[tuple[int, int], tuple[Any, ast.AST, Any]] = {}  # see `loc`
 
     # ----- frames, ranges, locations ---------------------------------------------------
     @property
@@ -110,11 +112,19 @@ class Tracer(StructuredControlFlow):
         return self.frame.src.range_of(node)
 
     def loc(self, node: ast.AST) -> Any:
+        """The location of `node`, inside the innermost helper call's. Made once per node and
+        call: an unrolled loop traces its body's nodes again and again (a GEMM epilogue's, 128
+        times), and making a location is a fifth of tracing time. The entry keeps the node and
+        the call's location alive, so their ids stay theirs while the tracer lives."""
+        call_loc = next((f.call_loc for f in reversed(self.frames) if f.call_loc is not None), None)
+        key = (id(node), id(call_loc))
+        cached = self._locations.get(key)
+        if cached is not None:
+            return cached[0]
         loc = location(self.range(node))
-        for frame in reversed(self.frames):
-            if frame.call_loc is not None:
-                loc = ir.Location.callsite(loc, [frame.call_loc])
-                break
+        if call_loc is not None:
+            loc = ir.Location.callsite(loc, [call_loc])
+        self._locations[key] = (loc, node, call_loc)
         return loc
 
     def target_diagnostic(self, node: ast.AST, err: DSLTargetError) -> Diagnostic:
@@ -253,9 +263,13 @@ class Tracer(StructuredControlFlow):
             if self.facts is not None:
                 self.facts.bind(self.range(target), target.id, value, device=self.mode == "kernel")
         elif isinstance(target, ast.Tuple | ast.List):
-            if not isinstance(value, tuple | list) or len(value) != len(target.elts):
-                raise self.fail("DSL301", target, f"cannot unpack {type_name(value)} into {len(target.elts)} names")
-            for elt, item in zip(target.elts, value):
+            items = vector_ops.lanes(value) if isinstance(value, Vector) else (
+                list(value) if isinstance(value, ShapeView) else value)
+            if not isinstance(items, tuple | list) or len(items) != len(target.elts):
+                size = f" ({len(items)} items)" if isinstance(items, tuple | list) else ""
+                raise self.fail("DSL301", target, f"cannot unpack {type_name(value)}{size} into "
+                                f"{len(target.elts)} names")
+            for elt, item in zip(target.elts, items):
                 self.assign(elt, item)
         elif isinstance(target, ast.Subscript):
             container = self._per_thread_list(target.value)
@@ -347,10 +361,10 @@ class Tracer(StructuredControlFlow):
         return self.lookup(node.id, node)
 
     def expr_Tuple(self, node: ast.Tuple) -> Any:
-        return tuple(self.eval(e) for e in node.elts)
+        return tuple(self.elements(node.elts))
 
     def expr_List(self, node: ast.List) -> Any:
-        return [self.eval(e) for e in node.elts]
+        return self.elements(node.elts)
 
     def expr_BinOp(self, node: ast.BinOp) -> Any:
         a, b = self.eval(node.left), self.eval(node.right)
@@ -474,6 +488,8 @@ class Tracer(StructuredControlFlow):
         return self.get_attribute(node, base, node.attr)
 
     def get_attribute(self, node: ast.Attribute, base: Any, attr: str) -> Any:
+        if isinstance(base, Vector) and attr in vector_ops.REDUCTIONS:
+            return BoundMethod(attr, base)
         if isinstance(base, Scalar | Vector):
             if attr == "to":
                 return BoundMethod("to", base)
@@ -483,7 +499,7 @@ class Tracer(StructuredControlFlow):
         try:
             return getattr(base, attr)
         except AttributeError:
-            raise self.fail("DSL301", node, f"{type_name(base)} has no attribute '{attr}'") from None
+            raise self.fail("DSL301", node, missing_attribute(node, base, attr)) from None
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.eval(node.value)
@@ -507,8 +523,7 @@ class Tracer(StructuredControlFlow):
             ty = ir.VectorType.get([len(elements)], base.dtype.mlir_type())
             return Vector(ops.vector_from_elements(ty, elements), base.dtype, len(elements))
         if isinstance(base, Vector):
-            if not isinstance(index, int) or not 0 <= index < base.width:
-                raise self.fail("DSL301", node.slice, f"vector lane {index!r} out of range 0..{base.width - 1}")
+            self._check_lane(node, base, index)
             return Scalar(ops.vector_extract(base.value, index), base.dtype)
         if isinstance(base, Scalar):
             raise DSLTypeError(f"{type_name(base)} is not indexable")
@@ -516,8 +531,25 @@ class Tracer(StructuredControlFlow):
             self._check_list_index(node.slice, base, index)
         try:
             return base[index]
-        except (IndexError, KeyError, TypeError) as err:
+        except TypeError:  # Python's message would name the compiler's classes
+            raise self.fail("DSL301", node, f"{type_name(base)} cannot be indexed here") from None
+        except (IndexError, KeyError) as err:
             raise self.fail("DSL301", node, f"bad index: {err}") from None
+
+    def _check_lane(self, node: ast.Subscript, vec: Vector, index: Any) -> None:
+        """A lane is a register of its own: it is named by a compile-time int. A run-time one
+        is refused with the select that picks a lane at run time, in the user's own names."""
+        if isinstance(index, Scalar) and index.dtype.is_int:
+            v, k = ast.unparse(node.value), ast.unparse(node.slice)
+            raise self.fail("DSL301", node.slice, f"a vector lane must be a compile-time int (a literal, a "
+                            f"Constexpr or a dsl.static_range index); '{k}' is a run-time {type_name(index)}. To "
+                            f"pick a lane at run time, select: `lane = {v}[0]` then `for j in dsl.static_range(1, "
+                            f"{vec.width}): lane = {v}[j] if {k} == j else lane`")
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise self.fail("DSL301", node.slice, f"a vector lane is an int, not {type_name(index)}")
+        if not 0 <= index < vec.width:
+            raise self.fail("DSL301", node.slice, f"vector lane {index} out of range 0..{vec.width - 1} "
+                            f"({type_name(vec)})")
 
     def expr_ListComp(self, node: ast.ListComp) -> Any:
         """`[f(k) for k in dsl.static_range(n) if cond]`: built while tracing, so the iterables
@@ -533,9 +565,11 @@ class Tracer(StructuredControlFlow):
                 return
             gen = node.generators[level]
             items = self.eval(gen.iter)
+            if isinstance(items, Vector):
+                items = vector_ops.lanes(items)
             if not isinstance(items, range | list | tuple):
                 raise self.fail("DSL302", gen.iter, "a comprehension in a DSL function iterates over "
-                                "dsl.static_range, range of ints, a list or a tuple")
+                                "dsl.static_range, range of ints, a list, a tuple or a vector's lanes")
             if len(items) > 4096:
                 raise self.fail("DSL302", gen.iter, f"a comprehension of {len(items)} items is too long to unroll")
             for item in items:
@@ -562,31 +596,53 @@ class Tracer(StructuredControlFlow):
 
     def expr_Call(self, node: ast.Call) -> Any:
         fn = self.eval(node.func)
-        args = []
-        for a in node.args:
-            if isinstance(a, ast.Starred):
-                args.extend(self.eval(a.value))
-            else:
-                args.append(self.eval(a))
-        kwargs = {}
+        args = self.elements(node.args)
+        kwargs: dict[str, Any] = {}
         for kw in node.keywords:
-            if kw.arg is None:
-                kwargs.update(self.eval(kw.value))
-            else:
+            if kw.arg is not None:
                 kwargs[kw.arg] = self.eval(kw.value)
+                continue
+            mapping = self.eval(kw.value)
+            if not isinstance(mapping, dict) or not all(isinstance(k, str) for k in mapping):
+                raise self.fail("DSL301", kw.value, f"'**' needs a dict with str keys, not {type_name(mapping)}")
+            kwargs.update(mapping)
         return self.call(node, fn, args, kwargs)
 
+    def elements(self, nodes: list[ast.expr]) -> list[Any]:
+        """The values of a call's arguments or a display's items, `*x` unpacked."""
+        out: list[Any] = []
+        for item in nodes:
+            if isinstance(item, ast.Starred):
+                out.extend(self.unpacked(item.value, self.eval(item.value), "'*'"))
+            else:
+                out.append(self.eval(item))
+        return out
+
+    def unpacked(self, node: ast.AST, value: Any, how: str) -> list[Any]:
+        """What Python iterates in `value`: a vector's lanes (its width is known while tracing),
+        the items of a list, tuple or range, or DSL301 at `node` for anything else."""
+        if isinstance(value, Vector):
+            return list(vector_ops.lanes(value))
+        if isinstance(value, list | tuple | range | str | dict | ShapeView):
+            return list(value)
+        why = " (a run-time scalar is one value)" if isinstance(value, Scalar) else ""
+        raise self.fail("DSL301", node, f"cannot unpack {type_name(value)} with {how}{why}")
+
     def call(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        if isinstance(fn, BoundMethod) and fn.name == "to":
-            return A.cast(fn.receiver, args[0])
+        if isinstance(fn, BoundMethod) and isinstance(fn.receiver, Scalar | Vector):
+            return self.call_value_method(fn, args, kwargs)
         if isinstance(fn, DType):
-            if len(args) != 1:
+            if len(args) != 1 or kwargs:
                 raise DSLTypeError(f"{fn.name}(...) takes one value")
             return A.cast(args[0], fn)
+        if _is_one_of(fn, (sum, len, list, tuple, min, max)) and len(args) == 1 and not kwargs:
+            sequence = self.call_on_sequence(fn, args[0])
+            if sequence is not None:
+                return sequence
         if fn is print:  # kernels trace it (`KernelTracer.call`); a jit body is traced, not run
             raise DSLUnsupported("print() in a @jit function is not supported: its body is traced once per "
                                  "specialization, not run per call; print in a kernel, or before the call")
-        if fn in (min, max, abs) and any(isinstance(a, Scalar | Vector) for a in args):
+        if _is_one_of(fn, (min, max, abs)) and any(isinstance(a, Scalar | Vector) for a in args):
             return self.call_intrinsic(node, {min: I.minimum, max: I.maximum, abs: I.abs_}[fn], args, kwargs)
         if self.is_intrinsic(fn):
             return self.call_intrinsic(node, fn, args, kwargs)
@@ -596,11 +652,46 @@ class Tracer(StructuredControlFlow):
             return fn(*args, **kwargs)  # a per-thread list's own method (`acc.append(v)`)
         if any(isinstance(a, Scalar | Vector) for a in list(args) + list(kwargs.values())):
             raise DSLUnsupported(f"cannot call {getattr(fn, '__name__', fn)!r} on run-time values")
+        if not callable(fn):
+            raise DSLTypeError(f"{type_name(fn)} is not callable")
         try:
             return fn(*args, **kwargs)
         except Exception as err:  # a compile-time call that failed is the user's error
             name = getattr(fn, "__name__", "call")
+            if _holds_runtime([*args, *kwargs.values()]):
+                raise self.fail("DSL302", node, f"{name}(...) cannot run on the run-time values inside its "
+                                "arguments: Python functions run while tracing, where those values are not "
+                                "known") from None
             raise self.fail("DSL301", node, f"{name}(...) failed while tracing: {err}") from None
+
+    def call_value_method(self, method: BoundMethod, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """`x.to(dtype)`, `v.sum()`, `v.max()`, `v.min()`."""
+        value, name = method.receiver, method.name
+        if name == "to":
+            if len(args) != 1 or kwargs or not isinstance(args[0], DType):
+                raise DSLTypeError(f"{type_name(value)}.to(dtype) takes one DSL scalar type, e.g. x.to(dsl.f32)")
+            return A.cast(value, args[0])
+        if args or kwargs:
+            raise DSLTypeError(f"v.{name}() takes no arguments")
+        return vector_ops.reduce_lanes(value, name, f"v.{name}()")
+
+    def call_on_sequence(self, fn: Any, value: Any) -> Any:
+        """Python's builtins on one sequence argument: a vector's lanes behave as a tuple of
+        scalars (`len(v)`, `list(v)`, `sum(v)` left to right from 0 as Python adds), and
+        `max` / `min` of a vector or of a per-thread list reduce with `dsl.max` / `dsl.min`."""
+        if isinstance(value, Vector):
+            if fn is len:
+                return value.width
+            if fn in (min, max):
+                return vector_ops.reduce_lanes(value, fn.__name__, f"{fn.__name__}(v)")
+            return fn(vector_ops.lanes(value))
+        if fn in (min, max) and isinstance(value, list | tuple) and value \
+                and any(isinstance(v, Scalar | Vector) for v in value):
+            acc = value[0]
+            for other in value[1:]:
+                acc = A.min_max(fn.__name__, acc, other)
+            return acc
+        return None
 
     def is_intrinsic(self, fn: Any) -> bool:
         return False
@@ -658,6 +749,23 @@ class Tracer(StructuredControlFlow):
         super()._trace_loop(stmt, names, build)
         if self.facts is not None:
             self.facts.carried_by(self.range(stmt), names)
+
+
+def _is_one_of(fn: Any, functions: tuple[Any, ...]) -> bool:
+    """Identity, not `in`: a called object may compare elementwise (a NumPy array) or as a DSL value."""
+    return any(fn is f for f in functions)
+
+
+def _holds_runtime(values: list[Any]) -> bool:
+    """Whether run-time values sit in `values`, inside lists and tuples too."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Scalar | Vector):
+            return True
+        if isinstance(value, list | tuple):
+            stack.extend(value)
+    return False
 
 
 _TRAPPING = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.ceildivui",

@@ -7,6 +7,7 @@ MLIR value is what lets us tell i32 from u32 (MLIR integers are signless).
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,10 +121,17 @@ class BoundMethod:
 
 @dataclass
 class ShapeView:
-    """`t.shape` / `t.strides` of a tensor: indexable by compile-time ints."""
+    """`t.shape` / `t.strides` of a tensor: indexable by compile-time ints; its length is the
+    rank, and it unpacks as a tuple does (`M, K = a.shape`)."""
 
     items: list[Any]
     what: str
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Any:
+        return iter(self.items)
 
 
 def is_runtime(value: Any) -> bool:
@@ -175,6 +183,28 @@ def type_name(value: Any) -> str:
         return f"TensorMap[{value.dtype.name}, box={list(value.box)}]"
     if isinstance(value, SharedAllocatorState):
         return "SharedAllocator"
+    if isinstance(value, ShapeView):
+        return value.what
+    from dsl.frontend.host_values import HostTensor  # host values build on these: imported late
+
+    if isinstance(value, HostTensor):
+        return f"Tensor[{value.dtype.name}, {value.rank}]"
     if isinstance(value, bool):
         return "Python bool"
     return f"Python {type(value).__name__}"
+
+
+def missing_attribute(node: ast.Attribute, base: Any, attr: str) -> str:
+    """The message for `base.attr` that does not exist, naming the module as the code spells it
+    (`dsl` has no attribute 'shfl'; did you mean 'shfl_xor', ...?), not "Python module"."""
+    import difflib
+    import types as pytypes
+
+    if isinstance(base, pytypes.ModuleType):
+        spelled = ast.unparse(node.value) if isinstance(node.value, ast.Name | ast.Attribute) else base.__name__
+        public = [name for name in dir(base) if not name.startswith("_")]
+        close = difflib.get_close_matches(attr, public, n=4, cutoff=0.6)
+        close += [name for name in public if name.startswith(attr) and name not in close][: 4 - len(close)]
+        hint = f"; did you mean {', '.join(repr(f'{spelled}.{name}') for name in close)}?" if close else ""
+        return f"module '{spelled}' has no attribute '{attr}'{hint}"
+    return f"{type_name(base)} has no attribute '{attr}'"

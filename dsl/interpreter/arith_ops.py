@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from mlir import ir
 
 from dsl.interpreter.lanes import Lanes, select
 from dsl.interpreter.memory import LaneFault
@@ -44,7 +45,7 @@ def _constant(info: OpInfo) -> Step:
     (o,), (t,) = info.outs, info.out_types
     attr = info.attr("value")
     if t.width:
-        raw = np.array(attr).reshape(-1)
+        raw = _dense_values(attr)
         if raw.size == 1:  # a splat
             raw = np.repeat(raw, t.width)
         value = (round_float(raw.astype(np.float64), t) if t.kind == "float" else raw.astype(t.np)).reshape(1, -1)
@@ -59,6 +60,19 @@ def _constant(info: OpInfo) -> Step:
         st.v[o] = value
 
     return step
+
+
+def _dense_values(attr: Any) -> np.ndarray:
+    """The elements of a dense vector constant. NumPy has no bf16, so the buffer protocol
+    refuses a bf16 vector; a splat one (a zero accumulator, a placeholder on a path that
+    exited) is read from its one value instead."""
+    try:
+        return np.array(attr).reshape(-1)
+    except TypeError:
+        dense = ir.DenseFPElementsAttr(attr)
+        if not dense.is_splat:
+            raise
+        return np.asarray([float(ir.FloatAttr(dense.get_splat_value()).value)])
 
 
 # --- integers ---------------------------------------------------------------------------------

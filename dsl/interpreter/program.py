@@ -188,6 +188,7 @@ class Builder:
         self.uses_shared = False
         self.independent_warps = False  # set by the makers of mbarrier and named-barrier ops
         self.refusals: list[Refusal] = []  # every op refused, so one build reports them all
+        self.in_flight: Any = None  # `wgmma_flight.InFlightTracker` of a kernel issuing wgmma: guards every step
 
     def new_slot(self, value: Any) -> int:
         slot = self.slots[value] = len(self.slots)
@@ -214,7 +215,8 @@ class Builder:
             try:
                 if maker is None:
                     raise Refusal(f"the interpreter does not know the op '{op.name}'", info.where)
-                out.steps.append(maker(info))
+                step = maker(info)
+                out.steps.append(self.in_flight.wrap(info, step) if self.in_flight is not None else step)
             except Refusal as refusal:
                 self.refusals.append(refusal)
                 out.steps.append(_refused)
@@ -244,7 +246,10 @@ class Builder:
 def build_program(func: Any, module_ops: list[Any], source_map: Any, makers: dict[str, Maker],
                   flush_to_zero: bool = False) -> Program:
     """The `Program` of one `gpu.func` (`module_ops`: the ops of its `gpu.module`)."""
+    from dsl.interpreter.wgmma_flight import tracker_for
+
     builder = Builder(source_map, makers, flush_to_zero)
+    builder.in_flight = tracker_for(func, builder)  # reads of accumulators before their wait fault
     for op in module_ops:
         op = op.operation
         if op.name == "llvm.mlir.global":

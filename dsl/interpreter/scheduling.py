@@ -30,6 +30,8 @@ waits for every warp of the cluster that has not exited.
 
 from __future__ import annotations
 
+import ast
+import linecache
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -237,3 +239,39 @@ def waiting_at(info: Any, what: str) -> str:
     """How the deadlock report names a wait: "at dsl.barrier() (kernel.py:12)"."""
     where = f" ({info.where.file.rsplit('/', 1)[-1]}:{info.where.line})" if info.where is not None else ""
     return f"at {what}{where}"
+
+
+def mbarrier_name(info: Any, address: int, window: Any = None) -> str:
+    """How the deadlock report names the mbarrier an op waits on: as the kernel's source wrote
+    it (`empty[s]`, from the call `dsl.mbarrier_wait(empty, s, phase)` the op's location points
+    at), which is what its author reads, with the element it is where the array is a shared
+    allocation of its own (`empty[s] (element 1)`); by its shared address where the source is
+    not at hand."""
+    args = _call_arguments(info.where) if info.where is not None else None
+    if args is None or len(args) < 2:
+        return f"the mbarrier at shared address {address:#x}"
+    name = f"mbarrier {args[0]}[{args[1]}]"
+    region = window.region_at(address) if window is not None else None
+    if region is not None and region.name.startswith("shared array") and not args[1].isdigit():
+        name += f" (element {(address - region.address) // 8})"  # a static array: its region starts it
+    return name
+
+
+def _call_arguments(where: Any) -> list[str] | None:
+    """The source text of the positional arguments of the call at `where` (linecache holds the
+    file the kernel was traced from, an editor's unsaved buffer included), or None."""
+    lines = linecache.getlines(where.file)
+    if not lines or where.end_line > len(lines):
+        return None
+    picked = lines[where.line - 1:where.end_line]
+    if len(picked) == 1:
+        picked = [picked[0][where.column:where.end_column]]
+    else:
+        picked = [picked[0][where.column:], *picked[1:-1], picked[-1][:where.end_column]]
+    try:
+        node = ast.parse("".join(picked).strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    return [ast.unparse(a) for a in node.args]

@@ -7,9 +7,9 @@ specifies (the layouts the examples' epilogues index, checked against the GPU by
   (x1 / x2 / x4, `.trans`): warp-collective, so every lane of a warp must execute them.
 - `wgmma.mma_async` m64nNk16 (f16, bf16) with A from a shared-memory descriptor or from
   registers and B K- or N-major: each warp computes its 16 rows of the warpgroup's 64 at
-  issue, which is a valid time for the asynchronous MMA to run (a correct kernel does not
-  touch its operands before `wgmma_wait`); `wgmma.fence`, `commit_group` and `wait_group`
-  then have nothing left to order.
+  issue, but the result registers hold poisoned values until a `wait_group` retires the
+  group (`wgmma_flight`): a kernel that reads an accumulator before its wait faults here,
+  where it races on the GPU. `commit_group` and `wait_group` count the groups per lane.
 - TMA tensor loads and stores (`cp.async.bulk.tensor`), with the map's box, bounds (zeros
   read outside the tensor, nothing written there) and swizzle; a load completes its bytes
   on its mbarrier at once, a store is done at issue.
@@ -37,7 +37,8 @@ import numpy as np
 from dsl.interpreter.lanes import WARP, Lanes
 from dsl.interpreter.memory import LaneFault, Region, swizzled
 from dsl.interpreter.program import OpInfo, Step
-from dsl.interpreter.scheduling import CLUSTER_BARRIER, MBarrier, waiting_at, warp_index
+from dsl.interpreter.scheduling import CLUSTER_BARRIER, MBarrier, mbarrier_name, waiting_at, warp_index
+from dsl.interpreter.wgmma_flight import feeds_only_mma, registers
 
 _REG = r"\$(\d+)"
 _REGS = r"\{([^}]*)\}"
@@ -293,6 +294,9 @@ def _wgmma(info: OpInfo, m: re.Match) -> Step:
     acc_slots = args[-regs:]  # the tied accumulators come after the inputs
     what = "dsl.wgmma"
     rows16 = np.arange(16)
+    tracker = info.builder.in_flight
+    instruction = tracker.instruction(info, regs)
+    ticketed = not feeds_only_mma(info.op)  # a step of K whose result only the next step reads needs none
 
     def step(st: Lanes) -> None:
         warps, lanes = _whole_warps(st, what)
@@ -300,7 +304,9 @@ def _wgmma(info: OpInfo, m: re.Match) -> Step:
         warp_in_group = (st.linear[first] // WARP) % 4
         desc_b = _per_lane(st.v[args[b_slot]], st.n).astype(np.int64)
         scale = _per_lane(st.v[args[scale_slot]], st.n)
-        acc = np.stack([_per_lane(st.v[s], st.n)[lanes].astype(np.float64) for s in acc_slots], axis=-1)  # (W,32,R)
+        # an accumulator still in flight is read as its product: MMAs into one accumulator are ordered
+        current = tracker.redeem_rows(st, registers([st.v[s] for s in acc_slots], st.n))
+        acc = current[lanes].astype(np.float64)  # (W, 32, R)
         out = np.zeros_like(acc)
         if a_in_registers:
             a_words = _words(st, args[:4], lanes)
@@ -326,7 +332,8 @@ def _wgmma(info: OpInfo, m: re.Match) -> Step:
             lane_cols = 8 * (r[None, :] >> 2) + 2 * _Q[:, None] + (r[None, :] & 1)
             keep = _per_lane(scale, st.n)[lanes[wi]].astype(np.int64) != 0
             out[wi] = d[lane_rows, lane_cols] + np.where(keep[:, None], acc[wi], 0.0)
-        st.v[o] = _scatter(st, lanes, [out[:, :, i].astype(np.float32) for i in range(regs)], np.float32)
+        products = _scatter(st, lanes, [out[:, :, i].astype(np.float32) for i in range(regs)], np.float32)
+        st.v[o] = tracker.issue(st, instruction, list(products)) if ticketed else products  # in flight until a wait
 
     return step
 
@@ -343,14 +350,28 @@ def _tile(st: Lanes, lead: int, addresses: np.ndarray, kind: str) -> np.ndarray:
     return values.reshape(addresses.shape)
 
 
-def _passes_through(info: OpInfo, m: re.Match) -> Step:
-    """`wgmma.wait_group`: the accumulators come out as they went in (the MMAs ran at issue)."""
-    args = info.args
+def _wgmma_wait(info: OpInfo, m: re.Match) -> Step:
+    """`wgmma.wait_group N`: the accumulators come out redeemed where the wait retires their group
+    (`wgmma_flight`), still in flight where it does not."""
+    args, pending = info.args, int(m.group(1))
     (o,) = info.outs if info.outs else (None,)
+    tracker = info.builder.in_flight
 
     def step(st: Lanes) -> None:
+        values = [st.v[a] for a in args]
+        out = tracker.wait(st, pending, values) if tracker is not None else values  # no wgmma: nothing to wait for
         if o is not None:
-            st.v[o] = tuple(st.v[a] for a in args) if len(args) > 1 else st.v[args[0]]
+            st.v[o] = tuple(out) if len(args) > 1 else out[0]
+
+    return step
+
+
+def _wgmma_commit(info: OpInfo, m: re.Match) -> Step:
+    tracker = info.builder.in_flight
+
+    def step(st: Lanes) -> None:
+        if tracker is not None:
+            tracker.commit(st)
 
     return step
 
@@ -431,8 +452,9 @@ def _mbarrier_wait(info: OpInfo, m: re.Match) -> Step:
                 return
             first = int(_each_active(st)[0])
             at = _mbarrier_address(st, st.v[address], first)
+            barrier = mbarrier_name(info, at, st.window)
             sync.wait_until(warp_index(st), first, lambda: all(b.done(p) for b, p in waits),
-                            f"{where} for the mbarrier at {at:#x} to complete its phase of parity {waits[0][1]}")
+                            f"{where} for {barrier} to complete its phase of parity {waits[0][1]}")
 
     return step
 
@@ -593,7 +615,7 @@ def _remote_arrive(info: OpInfo, m: re.Match) -> Step:
 
 # --- the table --------------------------------------------------------------------------------------
 
-_NO_EFFECT = re.compile(r"wgmma\.fence\.sync\.aligned;|wgmma\.commit_group\.sync\.aligned;|"
+_NO_EFFECT = re.compile(r"wgmma\.fence\.sync\.aligned;|"
                         r"fence\.mbarrier_init\.release\.cluster;|fence\.proxy\.async\.shared::cta;|"
                         r"setmaxnreg\.(?:inc|dec)\.sync\.aligned\.u32 \d+;|cp\.async\.bulk\.commit_group;|"
                         r"cp\.async\.bulk\.wait_group\.read \d+;")
@@ -602,7 +624,8 @@ HANDLERS: list[tuple[re.Pattern, Callable[[OpInfo, re.Match], Step]]] = [
     (_MMA, _mma_sync),
     (_LDMATRIX, _ldmatrix),
     (_WGMMA, _wgmma),
-    (re.compile(r"wgmma\.wait_group\.sync\.aligned \d+;"), _passes_through),
+    (re.compile(r"wgmma\.wait_group\.sync\.aligned (\d+);"), _wgmma_wait),
+    (re.compile(r"wgmma\.commit_group\.sync\.aligned;"), _wgmma_commit),
     (_NO_EFFECT, _nothing),
     (re.compile(r"mbarrier\.init\.shared::cta\.b64 \[\$0\], \$1;"), _mbarrier_init),
     (re.compile(r"mbarrier\.arrive(?:\.expect_tx)?\.shared::cta\.b64 _, \[\$0\](?:, \$1)?;"), _mbarrier_arrive),

@@ -178,8 +178,10 @@ tanh = _math("tanh", "Hyperbolic tangent, for floats.")
 floor = _math("floor", "Largest integral value not above x, for floats.")
 ceil = _math("ceil", "Smallest integral value not below x, for floats.")
 fma = _math("fma", "a * b + c with one rounding, for floats.")
-minimum = _math("min", "The smaller of two values (ints or floats; NaN-propagating for floats).")
-maximum = _math("max", "The larger of two values (ints or floats; NaN-propagating for floats).")
+minimum = _math("min", "The smallest of two or more values (ints or floats; NaN-propagating for floats); "
+                "of one vector, its smallest lane (`v.min()`).")
+maximum = _math("max", "The largest of two or more values (ints or floats; NaN-propagating for floats); "
+                "of one vector, its largest lane (`v.max()`).")
 abs_ = _math("abs", "Absolute value, for ints and floats.")
 min = minimum
 max = maximum

@@ -39,6 +39,8 @@ TENSOR_MEMBERS: dict[str, tuple[str, str]] = {
     "rank": (DEVICE, "The number of dimensions, a compile-time int."),
     "vload": (DEVICE, "`x.vload(i, width=4)`: a 128-bit (or narrower) vector load of `width` elements from `x[i]`."),
     "vstore": (DEVICE, "`x.vstore(i, v)`: stores the vector `v` to `x[i]`, `x[i + 1]`, ... in one access."),
+    "view": (DEVICE, "`x.view(dsl.i16)`: the same bytes as elements of another type; the innermost extent and "
+             "the outer strides scale by the ratio of the element sizes."),
 }
 
 

@@ -65,6 +65,12 @@ def ldmatrix(smem: Any, index: Any, count: int = 4, transpose: bool = False) -> 
     8-15 of the second, and so on. Lane `l` receives elements (row l // 4, columns
     2 (l % 4), +1) of each matrix; `transpose=True` delivers the transposed matrices (a
     k-major B operand for `mma_sync`). Rows must start on 16-byte boundaries.
+
+    On an 8-bit array (i8, u8, fp8) a row is 16 elements and each lane receives 4 of each
+    matrix, bytes 4 (l % 4) .. +3 of row l // 4 (a `vector<4 * count>`): the m16n8k32 A
+    fragment with `count=4`, and the B fragment of a B stored N x K with `count=2`. 8-bit
+    data cannot be transposed (`.trans` moves 16-bit elements). Any other type can be moved
+    as 16-bit elements through a view: `dsl.ldmatrix(smem.view(dsl.u16), ...)`.
     """
     raise _outside("ldmatrix")
 
@@ -238,14 +244,17 @@ def wgmma(acc: Any, a: Any, a_index: Any, b: Any, b_index: Any, b_major: str = "
 
     It emits `wgmma.fence`, one `wgmma.mma_async` per 16 elements of K and
     `wgmma.commit_group`. The result is in flight: pass it through `wgmma_wait` before
-    reading it. All 128 threads of the warpgroup must call it.
+    reading it (a read before is DSL305; passing it into the next `wgmma` is no read). All
+    128 threads of the warpgroup must call it.
     """
     raise _outside("wgmma")
 
 
 def wgmma_wait(acc: Any, pending: int = 0) -> Any:
     """Waits until at most `pending` wgmma groups are in flight and returns `acc` (one
-    accumulator or a tuple of them), now safe to read (`wgmma.wait_group`)."""
+    accumulator or a tuple of them) (`wgmma.wait_group`). What it returns is safe to read
+    when its group is older than the `pending` newest ones (always with pending=0); a value
+    not passed through the wait is still in flight after it."""
     raise _outside("wgmma_wait")
 
 

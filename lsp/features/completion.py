@@ -74,14 +74,20 @@ def _side(context: str) -> str | None:
     return DEVICE if context == KERNEL else "host" if context == JIT else None
 
 
+_METHODS = ("vload", "vstore", "view")  # the members that are called, of tensors and shared arrays
+
+
+def _member_kind(name: str) -> types.CompletionItemKind:
+    return types.CompletionItemKind.Method if name in _METHODS else types.CompletionItemKind.Property
+
+
 @functools.cache
 def tensor_items(context: str) -> tuple[types.CompletionItem, ...]:
     side = _side(context)
     out = []
     for name, (where, doc) in TENSOR_MEMBERS.items():
         if side is None or usable(where, context):
-            kind = types.CompletionItemKind.Method if name in ("vload", "vstore") else types.CompletionItemKind.Property
-            out.append(_item(name, kind, f"Tensor.{name}", doc))
+            out.append(_item(name, _member_kind(name), f"Tensor.{name}", doc))
     return tuple(out)
 
 
@@ -94,8 +100,8 @@ def _fixed_items(which: str) -> tuple[types.CompletionItem, ...]:
         return (_item("array", types.CompletionItemKind.Method, "array(dtype, shape, align=16)",
                       "A shared-memory array of `dtype` and `shape` carved from this allocator."),)
     if which == "shared":
-        return tuple(_item(name, types.CompletionItemKind.Property, f"shared array.{name}", doc)
-                     for name, (_, doc) in TENSOR_MEMBERS.items() if name in ("shape", "dtype", "vload", "vstore"))
+        return tuple(_item(name, _member_kind(name), f"shared array.{name}", doc)
+                     for name, (_, doc) in TENSOR_MEMBERS.items() if name in ("shape", "dtype", *_METHODS))
     return (_item("launch", types.CompletionItemKind.Method, LAUNCH_SIGNATURE, LAUNCH_DOC),)
 
 

@@ -18,7 +18,9 @@ def k(x: Tensor[f32], n: Int32):
 """)
     (d,) = a.diagnostics
     assert d.code == "DSL301"
-    assert d.message == "vector lane <run-time i32> out of range 0..3"
+    assert d.message == ("a vector lane must be a compile-time int (a literal, a Constexpr or a dsl.static_range "
+                         "index); 'n' is a run-time i32. To pick a lane at run time, select: `lane = v[0]` then "
+                         "`for j in dsl.static_range(1, 4): lane = v[j] if n == j else lane`")
 
 
 def test_a_failing_kernel_is_reported_once_not_again_at_its_launch(analyse):

@@ -178,6 +178,30 @@ def test_matmul_mma(example):
     assert_bf16_close(c, from_bf16(a).astype(np.float64) @ from_bf16(b_t).astype(np.float64).T)
 
 
+def test_matmul_int8_mma(example):
+    """int8 tiles through cp.async and ldmatrix (bytes as they are) into mma.sync m16n8k32:
+    exact int32 sums; three K tiles through the 4-stage ring, two blocks along N."""
+    module = example("matmul_int8_mma")
+    a = RNG.integers(-128, 128, (128, 192), dtype=np.int8)
+    b_t = RNG.integers(-128, 128, (256, 192), dtype=np.int8)
+    c = np.zeros((128, 256), dtype=np.int32)
+    dsl.interpret(module.matmul_int8_mma, a, b_t, c)
+    np.testing.assert_array_equal(c, a.astype(np.int64) @ b_t.astype(np.int64).T)
+
+
+def test_rmsnorm_rows(example):
+    """37 rows in blocks of 4 warps: the last block's three warps past the end return before
+    their vector loads, which would read past `x` (a fault here)."""
+    module = example("rmsnorm_rows")
+    x = RNG.standard_normal((37, 512)).astype(np.float16)
+    w = RNG.standard_normal(512).astype(np.float16)
+    y = np.zeros_like(x)
+    dsl.interpret(module.run_rmsnorm, x, w, y)
+    xf = x.astype(np.float64)
+    expected = xf / np.sqrt((xf * xf).mean(axis=1, keepdims=True) + 1e-6) * w.astype(np.float64)
+    np.testing.assert_allclose(y.astype(np.float64), expected, rtol=2e-3, atol=2e-3)
+
+
 def test_gemm_hopper(example):
     """TMA loads through the mbarrier ring, warp specialization, wgmma and TMA stores; M = 192
     leaves the second tile row half outside A and C (TMA reads zeros there and writes nothing)."""
@@ -222,6 +246,6 @@ def test_attention_hopper(example, causal):
 
 def test_every_example_is_covered():
     covered = {"vector_add", "saxpy", "row_sum", "softmax", "softmax_autotuned", "layernorm", "transpose",
-               "matmul_tiled", "linear_search", "gelu_bf16", "fp8_quantize", "matmul_mma", "gemm_hopper",
-               "attention_hopper"}
+               "matmul_tiled", "linear_search", "gelu_bf16", "fp8_quantize", "matmul_mma", "matmul_int8_mma",
+               "gemm_hopper", "attention_hopper", "rmsnorm_rows"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} - {"reductions"} == covered

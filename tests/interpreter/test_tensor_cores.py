@@ -151,7 +151,8 @@ def test_a_wait_that_can_never_end_is_a_deadlock_error_not_a_hang():
     message = str(caught.value).splitlines()[0]
     line = line_of("nobody arrives")
     assert "deadlock: every warp of the block waits and none can go on (" in message
-    assert (f"warp 1 at dsl.mbarrier_wait (test_tensor_cores.py:{line}) for the mbarrier at" in message
+    assert (f"warp 1 at dsl.mbarrier_wait (test_tensor_cores.py:{line}) for mbarrier full[0] to complete its "
+            "phase of parity 0" in message
             and f"warp 2 at dsl.mbarrier_wait (test_tensor_cores.py:{line})" in message)
     assert "on the GPU the kernel would hang" in message
     assert caught.value.diagnostic.code == "DSL601" and caught.value.diagnostic.range.line == line

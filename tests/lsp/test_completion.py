@@ -117,8 +117,9 @@ async def test_an_alias_of_the_module_completes_the_same(client):
 async def test_tensor_members_depend_on_the_side(client):
     await initialize(client, trusted=False)
     kernel_side = await complete(client, KERNEL_LINE, "    row = x.")
-    assert labels(kernel_side) == ["shape", "strides", "dtype", "rank", "vload", "vstore"]
+    assert labels(kernel_side) == ["shape", "strides", "dtype", "rank", "vload", "vstore", "view"]
     assert kernel_side[4].detail == "Tensor.vload"
+    assert [i.kind for i in kernel_side[4:]] == [types.CompletionItemKind.Method] * 3  # vload, vstore, view
     assert labels(await complete(client, JIT_LINE, "    rows = x.")) == ["shape", "strides", "dtype"]
 
 
