@@ -25,22 +25,13 @@ from typing import Any
 
 from dsl.compiler.stages import BY_NAME, TEXT_STAGES
 from dsl.targets import DEFAULT_TARGET, TARGETS
-from lsp.settings import Settings
+from lsp.settings import CLIENT_KEYS, Settings
 
 CAPABILITIES_REQUEST = "kdsl/capabilities"
 
-# client setting key -> `Settings` field, one key per field. `parse_settings` reads each key
-# into its field; tests/lsp/test_capabilities_manifest.py checks that, and that no field is left out.
-SETTING_FIELDS: dict[str, str] = {
-    "target": "target",
-    "worker.timeoutSeconds": "timeout_seconds",
-    "worker.memoryLimitMb": "memory_limit_mb",
-    "worker.sandbox": "sandbox",
-    "debounceMs": "debounce_ms",
-    "executeUserCode": "trusted",
-    "inlayHints.lineCost": "line_cost",
-    "device": "device",
-}
+# client setting key -> `Settings` field, one key per field (`lsp.settings.CLIENT_KEYS`, which
+# `parse_settings` reads); tests/lsp/test_capabilities_manifest.py checks that no field is left out.
+SETTING_FIELDS: dict[str, str] = CLIENT_KEYS
 
 
 def _client_value(value: Any) -> Any:

@@ -1,11 +1,18 @@
 """Server settings, parsed once from `initializationOptions`, `workspace/didChangeConfiguration`
 and the `workspace/configuration` pull.
 
-Every key the client may send is listed in `_KEYS`, the one place where camelCase names map
-to fields. Both the flat form (`{"timeoutSeconds": 2}`) and the VS Code extension's form
-(`{"kdsl": {"worker": {"timeoutSeconds": 2}}}`, `executeUserCode`) are accepted. A bad
-value never stops the server: it keeps the previous value and the problem is returned as
-a message for the client to show.
+Every setting has one client name, in `CLIENT_KEYS`, the one place where camelCase names map
+to fields: the name below the `kdsl` section, dotted for nested objects, as VS Code writes it
+(`{"kdsl": {"worker": {"timeoutSeconds": 2}}}`). `ALIASES` adds the short flat names other
+editors' `initializationOptions` use (`{"timeoutSeconds": 2, "trusted": true}`). A bad value
+never stops the server: it keeps the previous value and the problem is returned as a message
+for the client to show.
+
+`CLIENT_KEYS` is what a client must send for every setting to take effect; two tests keep the
+VS Code extension to it: tests/lsp/test_capabilities_manifest.py (every key, and no other, is
+declared in vscode-extension/package.json, with the server's default) and
+vscode-extension/src/test/settings.test.ts (every setting package.json declares reaches the
+server, at start-up, in the `workspace/configuration` answer and in `didChangeConfiguration`).
 
 Trust fails closed. Only a real boolean `true` trusts the workspace; any other value of
 `trusted` or `executeUserCode` (`"false"`, `0`, `"yes"`, `null`) means untrusted, with a
@@ -56,7 +63,6 @@ class Settings:
     device: int = 0  # the GPU ordinal "Run on GPU" runs on (cuda:N, after CUDA_VISIBLE_DEVICES)
 
 
-# client key (dotted for nested objects) -> (field, parser)
 def _target(value: Any) -> str | None:
     if value is None or value == "":
         return None
@@ -103,20 +109,46 @@ def _sandbox(value: Any) -> str:
 
 
 _TRUST = "trusted"  # the field the trust keys share; parsed by `_trust_of`, never by `_KEYS`
+
+# client name (below `kdsl`, dotted for nested objects) -> `Settings` field: one per field
+CLIENT_KEYS: dict[str, str] = {
+    "target": "target",
+    "worker.timeoutSeconds": "timeout_seconds",
+    "worker.memoryLimitMb": "memory_limit_mb",
+    "worker.sandbox": "sandbox",
+    "debounceMs": "debounce_ms",
+    "executeUserCode": _TRUST,
+    "inlayHints.lineCost": "line_cost",
+    "device": "device",
+}
+# short name -> the client name it stands for. `trusted` is the workspace's trust as a client
+# sees it, `executeUserCode` the user's setting: when both are given, both must be true.
+ALIASES: dict[str, str] = {
+    "timeoutSeconds": "worker.timeoutSeconds",
+    "memoryLimitMb": "worker.memoryLimitMb",
+    "sandbox": "worker.sandbox",
+    "lineCost": "inlayHints.lineCost",
+    "trusted": "executeUserCode",
+}
+_PARSERS: dict[str, Callable[[Any], Any] | None] = {
+    "target": _target,
+    "timeout_seconds": _positive_number,
+    "memory_limit_mb": _positive_int,
+    "sandbox": _sandbox,
+    "debounce_ms": _non_negative_int,
+    _TRUST: None,
+    "line_cost": _boolean,
+    "device": _device,
+}
+
+
+def _field_of(key: str) -> str:
+    return CLIENT_KEYS[ALIASES.get(key, key)]
+
+
+# every name the server reads -> (field, parser)
 _KEYS: dict[str, tuple[str, Any]] = {
-    "target": ("target", _target),
-    "timeoutSeconds": ("timeout_seconds", _positive_number),
-    "worker.timeoutSeconds": ("timeout_seconds", _positive_number),
-    "memoryLimitMb": ("memory_limit_mb", _positive_int),
-    "worker.memoryLimitMb": ("memory_limit_mb", _positive_int),
-    "debounceMs": ("debounce_ms", _non_negative_int),
-    "sandbox": ("sandbox", _sandbox),
-    "worker.sandbox": ("sandbox", _sandbox),
-    "lineCost": ("line_cost", _boolean),
-    "inlayHints.lineCost": ("line_cost", _boolean),
-    "device": ("device", _device),
-    "trusted": (_TRUST, None),
-    "executeUserCode": (_TRUST, None),
+    key: (_field_of(key), _PARSERS[_field_of(key)]) for key in [*CLIENT_KEYS, *ALIASES]
 }
 
 

@@ -93,7 +93,7 @@ def driver() -> Any:
         try:
             (err,) = drv.cuInit(0)
         except Exception as exc:  # cuda.pathfinder's DynamicLibNotFoundError when libcuda.so is absent
-            _init_error = NoGPUError(_NO_DRIVER.format(detail=f"{type(exc).__name__}: {exc}"))
+            _init_error = NoGPUError(_NO_DRIVER.format(detail=_load_failure(exc)))
             raise _init_error from None
         if err != drv.CUresult.CUDA_SUCCESS:
             _init_error = NoGPUError(_NO_DRIVER.format(detail=f"cuInit failed with {_name(drv, err)}"))
@@ -105,6 +105,15 @@ def driver() -> Any:
             raise _init_error
         _driver = drv
         return drv
+
+
+def _load_failure(exc: Exception) -> str:
+    """Why the driver's library did not load, in a few words of ours: the editor shows this
+    message, and cuda.pathfinder's text for a missing library (where it searched, what to
+    install) says no more than "not found"."""
+    if type(exc).__name__ == "DynamicLibNotFoundError":
+        return "libcuda.so was not found"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def available() -> bool:

@@ -13,9 +13,11 @@ GPU or driver is present. `kdsl.runOnCpu` runs the function in the interpreter i
 `reference=`), in the same kind of contained process. Where `kdsl.run` finds no GPU it offers
 that run (a `window/showMessageRequest` with the action "Run on CPU (interpreter)", for
 clients that take one; choosing it answers the command with the interpreter's result), and
-the lenses offer it from then on. Each runs the user's code, so each waits for the pulled
-settings and refuses an untrusted workspace. The message is also shown with
-`window/showMessage`, since most editors drop a command's result.
+the lenses offer it from then on. Dismissing the question ends the command quietly: the
+question said why already, so the answer carries `dismissed: true` and nothing more is shown.
+Each runs the user's code, so each waits for the pulled settings and refuses an untrusted
+workspace. The message is also shown with `window/showMessage`, since most editors drop a
+command's result.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ async def compile_function(ls: KdslLanguageServer, uri: str, name: str) -> dict[
     return {"ok": True, "message": f"{name} ({fn.compiled.target}): {summary(fn, True)}"}
 
 
-async def _runnable(ls: KdslLanguageServer, uri: str) -> tuple[str, str] | dict[str, Any]:
+async def runnable(ls: KdslLanguageServer, uri: str) -> tuple[str, str] | dict[str, Any]:
     """(text, path) of the document to run, or the answer that says why it cannot run."""
     state = ls.documents.get(uri)
     if state is None:
@@ -125,7 +127,7 @@ async def _runnable(ls: KdslLanguageServer, uri: str) -> tuple[str, str] | dict[
 
 
 async def run_function(ls: KdslLanguageServer, uri: str, name: str) -> dict[str, Any]:
-    document = await _runnable(ls, uri)
+    document = await runnable(ls, uri)
     if isinstance(document, dict):
         return document
     text, path = document
@@ -135,30 +137,34 @@ async def run_function(ls: KdslLanguageServer, uri: str, name: str) -> dict[str,
         gpu_run.note_no_gpu()
         if first:
             _refresh_code_lenses(ls)  # "Run on GPU" lenses now offer the interpreter
-        if await _accepts_cpu_run(ls, name):
+        accepted = await _accepts_cpu_run(ls, name)
+        if accepted:
             return await run_on_cpu(ls, uri, name)
+        if accepted is False:  # the user read why and said no: tell them nothing more
+            return {**result, "message": gpu_run.describe(name, result), "dismissed": True}
         message = gpu_run.describe(name, result) + f' — "{gpu_run.RUN_ON_CPU_TITLE}" runs it on the CPU'
         return {**result, "message": message}
     return {**result, "message": gpu_run.describe(name, result)}
 
 
-async def _accepts_cpu_run(ls: KdslLanguageServer, name: str) -> bool:
-    """Asks whether to run on the CPU instead, where the client can answer with an action."""
+async def _accepts_cpu_run(ls: KdslLanguageServer, name: str) -> bool | None:
+    """Asks whether to run on the CPU instead, where the client can answer with an action;
+    None when it could not be asked."""
     window = ls.client_capabilities.window
     if window is None or window.show_message is None:
-        return False
+        return None
     params = types.ShowMessageRequestParams(
         type=types.MessageType.Warning, message=f"{name}: {gpu_run.NO_GPU}. Run it on the CPU with the interpreter?",
         actions=[types.MessageActionItem(title=gpu_run.RUN_ON_CPU_TITLE)])
     try:
         choice = await ls.window_show_message_request_async(params)
     except Exception:  # the client could not ask: the answer says how to run it instead
-        return False
+        return None
     return choice is not None and choice.title == gpu_run.RUN_ON_CPU_TITLE
 
 
 async def run_on_cpu(ls: KdslLanguageServer, uri: str, name: str) -> dict[str, Any]:
-    document = await _runnable(ls, uri)
+    document = await runnable(ls, uri)
     if isinstance(document, dict):
         return document
     text, path = document
@@ -173,13 +179,14 @@ def _refresh_code_lenses(ls: KdslLanguageServer) -> None:
         ls.workspace_code_lens_refresh(None)
 
 
-async def _run_command(ls: Any, arguments: Any, title: str, work: Any) -> dict[str, Any]:
+async def run_command(ls: Any, arguments: Any, title: str, work: Any) -> dict[str, Any]:
     """One of the compile and run commands: `work(ls, uri, name)` under work-done progress
     titled `title` (with the function's name), its message shown to the user."""
     uri, name = _args(arguments)
     cancelled = {"ok": False, "message": f"{name}: cancelled"}
     result = await with_progress(ls, title.format(name=name), lambda: work(ls, uri, name), cancelled)
-    _show(ls, result["message"], result["ok"])
+    if not result.get("dismissed"):
+        _show(ls, result["message"], result["ok"])
     return result
 
 
@@ -187,12 +194,12 @@ def register(server: KdslLanguageServer) -> None:
     @server.command(COMPILE)
     # `ls` stays unannotated: pygls resolves command handlers' annotations at call time.
     async def compile_command(ls, *arguments: Any) -> dict[str, Any]:
-        return await _run_command(ls, arguments, "Compiling {name}", compile_function)
+        return await run_command(ls, arguments, "Compiling {name}", compile_function)
 
     @server.command(RUN)
-    async def run_command(ls, *arguments: Any) -> dict[str, Any]:
-        return await _run_command(ls, arguments, "Running {name} on the GPU", run_function)
+    async def run_on_gpu_command(ls, *arguments: Any) -> dict[str, Any]:
+        return await run_command(ls, arguments, "Running {name} on the GPU", run_function)
 
     @server.command(RUN_ON_CPU)
     async def run_on_cpu_command(ls, *arguments: Any) -> dict[str, Any]:
-        return await _run_command(ls, arguments, "Running {name} on the CPU (interpreter)", run_on_cpu)
+        return await run_command(ls, arguments, "Running {name} on the CPU (interpreter)", run_on_cpu)

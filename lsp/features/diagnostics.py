@@ -254,9 +254,15 @@ def register(server: KdslLanguageServer) -> None:
 
 
 def _settings_changed(ls: KdslLanguageServer) -> None:
-    """Re-checks every open document under the new settings (dropping reports if now untrusted)."""
+    """Re-checks every open document under the new settings (dropping reports if now untrusted),
+    and asks the client for its inlay hints again: no edit will, and `inlayHints.lineCost`
+    changes what they show."""
     for state in ls.documents.all():
         if not ls.settings.trusted:
             state.report = state.report_version = state.report_text = None
             state.ran = state.ran_text = None
         check(ls, state, debounce=False)
+    workspace = ls.client_capabilities.workspace
+    hints = workspace.inlay_hint if workspace is not None else None
+    if hints is not None and hints.refresh_support:
+        ls.workspace_inlay_hint_refresh(None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 NO_GPU = "no NVIDIA GPU/driver found"
+_DRIVER_SAYS = "no NVIDIA GPU driver found"  # how `dsl.runtime.driver.NoGPUError` begins
 RUN_ON_CPU_TITLE = "Run on CPU (interpreter)"
 _seen: dict[str, bool] = {"no_gpu": False}  # set on the main loop when a GPU run finds no GPU
 
@@ -31,7 +32,10 @@ def describe(function: str, result: dict[str, Any]) -> str:
     """The one line a user reads after `kdsl.run`."""
     if result.get("error") == "no_gpu":
         detail = str(result.get("message", "")).removeprefix(NO_GPU).lstrip(": ")
-        return f"{function}: {NO_GPU}: {detail}" if detail else f"{function}: {NO_GPU}"
+        detail = detail.removeprefix(_DRIVER_SAYS).lstrip()  # the driver's own opening words, not said twice
+        if not detail:
+            return f"{function}: {NO_GPU}"
+        return f"{function}: {NO_GPU}{' ' if detail.startswith('(') else ': '}{detail}"
     if not result.get("ok"):
         return f"{function}: run failed: {result.get('message') or 'unknown error'}"
     parts = []

@@ -45,7 +45,7 @@ async def test_run_without_a_gpu_says_so(client):
     uri = open_file(client, "saxpy.py")
     result = await execute(client, "kdsl.run", uri, "run_saxpy")
     assert result["ok"] is False
-    assert result["message"].startswith("run_saxpy: no NVIDIA GPU/driver found: ")
+    assert result["message"].startswith("run_saxpy: no NVIDIA GPU/driver found (")
     assert progress_kinds(client) == [["begin", "end"]]
 
 

@@ -128,3 +128,16 @@ async def test_on_the_gpu_a_hang_costs_the_time_limit(client, tmp_path: Path) ->
 @pytest.mark.skipif(not driver.available(), reason="no NVIDIA GPU here")
 async def test_on_the_gpu_cancelling_the_progress_kills_the_tree(client, tmp_path: Path) -> None:
     await check_cancelling_the_progress_kills_the_tree(client, tmp_path)
+
+
+def test_no_gpu_is_said_once():
+    """The driver's own sentence follows the one-line verdict without repeating it."""
+    from dsl.runtime.driver import _NO_DRIVER
+    from lsp.features.gpu_run import describe
+
+    message = _NO_DRIVER.format(detail="libcuda.so was not found")
+    said = describe("run_saxpy", {"ok": False, "error": "no_gpu", "message": message})
+    assert said == ("run_saxpy: no NVIDIA GPU/driver found (libcuda.so was not found). kdsl compiles kernels "
+                    "without a GPU (dsl.compile, the IR views, `kdsl lint`), but running them needs an NVIDIA GPU "
+                    "and its driver.")
+    assert describe("f", {"ok": False, "error": "no_gpu", "message": ""}) == "f: no NVIDIA GPU/driver found"

@@ -1,8 +1,11 @@
 """Semantic tokens from the compiler's trace: compile-time values, run-time values, shared
-arrays and values derived from the thread index.
+arrays and values derived from the thread index; and the language's intrinsics.
 
-Fixture: data/typed_values.py (see test_inlay_hints.py). `lane = dsl.thread_idx.x` is
+Fixtures: data/typed_values.py (see test_inlay_hints.py). `lane = dsl.thread_idx.x` is
 where divergence starts: `j` (a loop from `lane`) and `acc` (loads at `j`) follow it.
+data/intrinsics.py: intrinsics through `dsl.`, an alias of the module (`d.log`) and names
+imported from it (`exp`, `thread_idx as tid`), a kernel whose parameter `exp` hides the
+imported one, a type (`dsl.f32`) that is no intrinsic, and `dsl.cdiv` in a jit body.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from lsp.features.semantic_tokens import TOKEN_MODIFIERS, TOKEN_TYPES
 from tests.lsp.conftest import CAPABILITIES, ROOT, TEST_OPTIONS, initialize, open_file, read, tdi
 
 DECL, RO, CT, RT, SH, TD = "declaration", "readonly", "compileTime", "runtime", "sharedMemory", "threadDependent"
+DL, IN = "defaultLibrary", "intrinsic"
 
 # (1-based line, column, text, type, modifiers) for every token of data/typed_values.py
 EXPECTED = [
@@ -22,7 +26,9 @@ EXPECTED = [
     (8, 52, "n", "parameter", {DECL, RT}),
     (8, 62, "WIDTH", "parameter", {DECL, RO, CT}),
     (9, 4, "row", "variable", {DECL, RT}),
+    (9, 14, "block_idx", "variable", {DL, IN}),
     (10, 4, "lane", "variable", {DECL, RT, TD}),
+    (10, 15, "thread_idx", "variable", {DL, IN}),
     (12, 4, "buf", "variable", {DECL, SH}),
     (13, 4, "steps", "variable", {DECL, RO, CT}),
     (13, 12, "WIDTH", "parameter", {RO, CT}),
@@ -41,6 +47,7 @@ EXPECTED = [
     (18, 8, "lane", "variable", {RT, TD}),
     (18, 16, "acc", "variable", {RT, TD}),
     (18, 22, "v", "variable", {RT}),
+    (19, 8, "barrier", "function", {DL, IN}),
     (20, 7, "lane", "variable", {RT, TD}),
     (21, 8, "total", "variable", {DECL, RT}),
     (21, 16, "buf", "variable", {SH}),
@@ -78,9 +85,10 @@ async def test_the_legend_is_announced(client):
         capabilities=CAPABILITIES, root_uri=uris.from_fs_path(str(ROOT)), initialization_options=TEST_OPTIONS))
     provider = result.capabilities.semantic_tokens_provider
     assert isinstance(provider, types.SemanticTokensOptions)
-    assert list(provider.legend.token_types) == ["variable", "parameter"]
+    assert list(provider.legend.token_types) == ["variable", "parameter", "function"]
     assert list(provider.legend.token_modifiers) == [
-        "declaration", "readonly", "compileTime", "runtime", "sharedMemory", "threadDependent"]
+        "declaration", "readonly", "compileTime", "runtime", "sharedMemory", "threadDependent",
+        "defaultLibrary", "intrinsic"]
     assert provider.full is True
 
 
@@ -97,3 +105,33 @@ async def test_a_document_that_does_not_parse_gets_no_tokens(client):
     uri = open_file(client, "typed_values.py", text=read("typed_values.py") + "\ndef broken(:\n")
     result = await client.text_document_semantic_tokens_full_async(types.SemanticTokensParams(text_document=tdi(uri)))
     assert result is not None and list(result.data) == []
+
+
+# (1-based line, column, text, type) of every intrinsic token of data/intrinsics.py
+INTRINSICS = [
+    (9, 12, "block_idx", "variable"),
+    (9, 30, "block_dim", "variable"),
+    (9, 44, "tid", "variable"),  # `from dsl import thread_idx as tid`
+    (11, 17, "log", "function"),  # `import dsl as d`
+    (11, 27, "exp", "function"),  # `from dsl import exp`
+    (12, 8, "barrier", "function"),
+    (17, 12, "block_idx", "variable"),
+    (17, 30, "warp_size", "variable"),
+    (17, 42, "tid", "variable"),
+    (25, 38, "cdiv", "function"),  # a jit body's intrinsics too
+    (26, 37, "cdiv", "function"),
+]
+
+
+async def test_intrinsics_are_marked_through_any_name_of_dsl(client):
+    await initialize(client)
+    uri = open_file(client, "intrinsics.py")
+    result = await client.text_document_semantic_tokens_full_async(types.SemanticTokensParams(text_document=tdi(uri)))
+    assert result is not None
+    found = decode(list(result.data), read("intrinsics.py"))
+    assert [(line, column, text, kind) for line, column, text, kind, modifiers in found
+            if IN in modifiers] == INTRINSICS
+    assert all(modifiers == {DL, IN} for *_, modifiers in found if IN in modifiers)
+    # in `scale`, `exp` is the parameter that hides the imported intrinsic; `dsl.f32` is a type
+    assert (19, 30, "exp", "parameter", {RT}) in found
+    assert not [t for t in found if t[2] == "f32"]

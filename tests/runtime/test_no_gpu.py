@@ -45,3 +45,24 @@ def test_a_run_time_compile_defers_the_gpu_error_to_the_launch(no_gpu, monkeypat
     x = np.zeros(64, np.float32)
     entry, from_disk, names = compile_entry(run_saxpy, (x, x, 2.0), {}, "sm_90", gpu_arch="sm_90")
     assert not from_disk and entry.cubin[:4] == b"\x7fELF" and names == ["x", "y", "a"]
+
+
+def test_a_missing_driver_library_is_said_in_words_of_ours(monkeypatch):
+    """cuda.pathfinder's text for a missing libcuda.so (where it looked, what to install) is not
+    the message: the editor shows this one, after "no GPU: run on the CPU?" has said the rest."""
+    bindings = pytest.importorskip("cuda.bindings")
+
+    class DynamicLibNotFoundError(RuntimeError):  # cuda.pathfinder's, by name
+        pass
+
+    def cu_init(flags):
+        raise DynamicLibNotFoundError('"cuda" is an NVIDIA driver library and can only be found via system search.')
+
+    monkeypatch.setattr(bindings, "driver", type("FakeDriver", (), {"cuInit": staticmethod(cu_init)}))
+    monkeypatch.setattr(driver, "_driver", None)
+    monkeypatch.setattr(driver, "_init_error", None)
+    with pytest.raises(NoGPUError) as info:
+        driver.driver()
+    assert str(info.value) == (
+        "no NVIDIA GPU driver found (libcuda.so was not found). kdsl compiles kernels without a GPU "
+        "(dsl.compile, the IR views, `kdsl lint`), but running them needs an NVIDIA GPU and its driver.")

@@ -4,16 +4,17 @@ import { execFile } from 'child_process';
 import * as os from 'os';
 import * as vscode from 'vscode';
 import {
+  DidChangeConfigurationNotification,
   LanguageClient,
   RevealOutputChannelOn,
   type LanguageClientOptions,
   type ServerOptions,
-  TransportKind,
 } from 'vscode-languageclient/node';
 import { CapabilitiesCache, compareSettings, stageNamed } from './capabilities';
 import {
   checkCommand,
   installCommand,
+  interpreterProblem,
   queryPythonExtension,
   resolveInterpreter,
   serverCommand,
@@ -22,21 +23,36 @@ import {
   type ResolvedInterpreter,
 } from './interpreter';
 import type { Capabilities, StageInfo } from './protocol';
+import { ServerProcess } from './serverProcess';
 import {
+  answerConfiguration,
   DEFAULT_SETTINGS,
+  overlaySettings,
   readSettings,
   SECTION,
-  toInitializationOptions,
+  toServerSettings,
+  type JsonObject,
   type KdslSettings,
   type SettingKey,
 } from './settings';
 
 const PYTHON_EXTENSION_ID = 'ms-python.python';
 const CHECK_TIMEOUT_MS = 30_000;
+const STOP_GRACE_MS = 2000;
 
 export function currentSettings(): KdslSettings {
   const config = vscode.workspace.getConfiguration(SECTION);
   return readSettings((key: SettingKey) => config.get(key));
+}
+
+/**
+ * The `kdsl` section the server reads, now: the extension's parsed settings and
+ * the workspace's trust over VS Code's own section (keys the extension does not
+ * know are kept). Sent at start-up and with every change, and answered to `workspace/configuration`.
+ */
+function serverSection(): JsonObject {
+  const section = vscode.workspace.getConfiguration().get<unknown>(SECTION);
+  return overlaySettings(section, toServerSettings(currentSettings(), vscode.workspace.isTrusted));
 }
 
 async function pythonExtensionExports(): Promise<unknown> {
@@ -77,6 +93,8 @@ function checkKdslInstalled(python: string, cwd: string): Promise<CheckResult> {
 
 export class ServerManager implements vscode.Disposable {
   private client: LanguageClient | undefined;
+  /** The running client's server process (a new one after the client library restarts a crashed server). */
+  private process: ServerProcess | undefined;
   private queue: Promise<void> = Promise.resolve();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly didStart = new vscode.EventEmitter<void>();
@@ -138,6 +156,15 @@ export class ServerManager implements vscode.Disposable {
     return this.enqueue(() => this.doStop());
   }
 
+  /** Tells the running server the settings it applies without a restart (`settingsChange` said 'send'). */
+  sendSettings(): Promise<void> {
+    return this.enqueue(async () => {
+      await this.running?.sendNotification(DidChangeConfigurationNotification.type, {
+        settings: { [SECTION]: serverSection() },
+      });
+    });
+  }
+
   dispose(): void {
     this.pythonWatch?.dispose();
     for (const d of this.disposables) {
@@ -193,18 +220,21 @@ export class ServerManager implements vscode.Disposable {
     const check = await checkKdslInstalled(interpreter.python, cwd);
     if (!check.ok) {
       this.output.appendLine(check.detail);
-      void this.offerFix(interpreter, check.notFound);
+      void this.offerFix(interpreter, check.notFound, check.detail);
       return;
     }
 
     const server = serverCommand(interpreter.python);
-    const serverOptions: ServerOptions = {
-      command: server.command,
-      args: server.args,
-      transport: TransportKind.stdio,
-      options: { cwd },
+    const exitLog = {
+      info: (line: string) => this.output.appendLine(line),
+      error: (line: string) => this.output.appendLine(`[Error] ${line}`),
     };
-    const initializationOptions = toInitializationOptions(settings, trusted);
+    // The extension starts the process itself (see serverProcess.ts), so that a stop it asks for logs no error.
+    const serverOptions: ServerOptions = async () => {
+      const started = await ServerProcess.start(server.command, server.args, cwd, exitLog);
+      this.process = started;
+      return started.child;
+    };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [
         { scheme: 'file', language: 'python' },
@@ -213,24 +243,24 @@ export class ServerManager implements vscode.Disposable {
       outputChannel: this.output,
       traceOutputChannel: this.trace,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions,
+      // Read at each start, also when the client library restarts a crashed server.
+      initializationOptions: () => serverSection(),
       middleware: {
         workspace: {
-          // Answer `workspace/configuration` for the kdsl section with the same
-          // object as initializationOptions.
+          // The kdsl section of the answer is what the server reads from
+          // initializationOptions too: VS Code's section with the extension's
+          // values (and the workspace's trust) over it.
           configuration: async (params, token, next) => {
             const result = await next(params, token);
-            if (!Array.isArray(result)) {
-              return result;
-            }
-            return params.items.map((item, i) => (item.section === SECTION ? initializationOptions : result[i]));
+            return Array.isArray(result) ? answerConfiguration(params.items, result, serverSection()) : result;
           },
         },
       },
     };
     const client = new LanguageClient('kdsl', 'kdsl', serverOptions, clientOptions);
     this.client = client;
-    this.output.appendLine(`Starting: ${shellCommandLine(server)} (trusted: ${initializationOptions.trusted})`);
+    const runsCode = settings.executeUserCode && trusted;
+    this.output.appendLine(`Starting: ${shellCommandLine(server)} (runs your code: ${runsCode})`);
     try {
       await client.start();
     } catch (error) {
@@ -271,34 +301,28 @@ export class ServerManager implements vscode.Disposable {
 
   private async doStop(): Promise<void> {
     const client = this.client;
+    const process = this.process;
     this.client = undefined;
+    this.process = undefined;
+    process?.stopping(); // before the client stops it: this exit is no error
     if (client) {
       try {
-        await client.dispose(2000);
+        await client.dispose(STOP_GRACE_MS);
       } catch (error) {
         this.output.appendLine(`Stopping the server: ${String(error)}`);
       }
     }
+    await process?.stopped(STOP_GRACE_MS);
   }
 
-  private async offerFix(interpreter: ResolvedInterpreter, notFound: boolean): Promise<void> {
+  /** The one message of a server that cannot start: the interpreter, why, and the setting that picks another. */
+  private async offerFix(interpreter: ResolvedInterpreter, notFound: boolean, detail: string): Promise<void> {
     const openSettings = 'Open Settings';
     const install = 'Install';
-    if (notFound) {
-      const choice = await vscode.window.showErrorMessage(
-        `kdsl: the Python interpreter "${interpreter.python}" was not found. Select an interpreter in the Python extension or set kdsl.interpreterPath.`,
-        openSettings,
-      );
-      if (choice === openSettings) {
-        await vscode.commands.executeCommand('workbench.action.openSettings', 'kdsl.interpreterPath');
-      }
-      return;
-    }
-    const choice = await vscode.window.showWarningMessage(
-      `kdsl is not installed in the Python interpreter "${interpreter.python}". Install it with pip, or choose another interpreter in the settings.`,
-      install,
-      openSettings,
-    );
+    const message = interpreterProblem(interpreter, notFound, detail);
+    const choice = notFound
+      ? await vscode.window.showErrorMessage(message, openSettings)
+      : await vscode.window.showWarningMessage(message, install, openSettings);
     if (choice === install) {
       await this.install(interpreter.python);
     } else if (choice === openSettings) {

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { ExecuteCommandRequest, type LanguageClient } from 'vscode-languageclient/node';
 import type { ServerManager } from './client';
 import { stageNamed } from './capabilities';
+import { commandNotice } from './commandResult';
 import { availableStages, orderFunctions, stageDescription } from './functionPick';
 import { IR_SCHEME } from './irUri';
 import { IrViewManager, parseIrDocumentUri } from './irView';
@@ -168,11 +169,11 @@ async function serverCommand(server: ServerManager, command: string, uriArg?: un
       command,
       arguments: [uri, functionName],
     })) as CommandResult | null;
-    const message = typeof result?.message === 'string' && result.message !== '' ? result.message : `${functionName}: done.`;
-    if (result?.ok === false) {
-      void vscode.window.showWarningMessage(message);
-    } else {
-      void vscode.window.showInformationMessage(message);
+    const notice = commandNotice(result, functionName);
+    if (notice?.level === 'warning') {
+      void vscode.window.showWarningMessage(notice.message);
+    } else if (notice) {
+      void vscode.window.showInformationMessage(notice.message);
     }
   } catch (error) {
     void vscode.window.showErrorMessage(`kdsl: ${errorMessage(error)}`);

@@ -5,7 +5,7 @@ import { currentSettings, ServerManager } from './client';
 import { registerCommands } from './commands';
 import { IR_SCHEME } from './irUri';
 import { IrViewManager } from './irView';
-import { needsRestart, SECTION } from './settings';
+import { SECTION, settingsChange } from './settings';
 
 let server: ServerManager | undefined;
 
@@ -30,8 +30,9 @@ export function activate(context: vscode.ExtensionContext): void {
   );
   registerCommands(context, manager, irView);
 
-  // Settings are sent as initializationOptions, so a change restarts the
-  // server (the trace level is applied by the client library without one).
+  // A setting the server applies while it runs is sent to it; any other
+  // change restarts it (see LIVE_KEYS in settings.ts). The client library
+  // applies the trace level itself.
   let settings = currentSettings();
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((event) => {
@@ -39,11 +40,13 @@ export function activate(context: vscode.ExtensionContext): void {
         return;
       }
       const next = currentSettings();
-      const restart = needsRestart(settings, next);
+      const change = settingsChange(settings, next);
       settings = next;
-      if (restart) {
+      if (change === 'restart') {
         output.appendLine('kdsl settings changed; restarting the server.');
         void manager.restart();
+      } else if (change === 'send') {
+        void manager.sendSettings();
       }
     }),
     vscode.workspace.onDidGrantWorkspaceTrust(() => {

@@ -33,8 +33,17 @@ export function availableStages(fn: FunctionInfo | undefined, stages: readonly S
   return listed.length === 0 ? [...stages] : listed;
 }
 
-/** The quick pick's description of a stage: its language and file extension, and when it is made. */
+/**
+ * The quick pick's description of a stage: its language and file extension, and
+ * when it is made: `(made on request)`, or from which stage (`c` is made from the
+ * `launcher`); nothing for the pipeline's own stages.
+ */
 export function stageDescription(stage: StageInfo): string {
-  const made = stage.madeBy === 'pipeline' || stage.madeBy === stage.name ? '' : ` (made ${stage.madeBy})`;
+  let made = '';
+  if (stage.madeBy === 'on request') {
+    made = ' (made on request)';
+  } else if (stage.madeBy !== 'pipeline' && stage.madeBy !== stage.name) {
+    made = ` (made from the ${stage.madeBy})`;
+  }
   return `${stage.language} ${stage.extension}${made}`.trim();
 }

@@ -89,6 +89,26 @@ export function checkCommand(python: string): CommandLine {
   return { command: python, args: ['-c', 'import dsl, lsp'] };
 }
 
+/** Where the interpreter came from, as the message about it says it. */
+const SOURCE_WORDS: Record<InterpreterSource, string> = {
+  setting: 'set in kdsl.interpreterPath',
+  pythonExtension: 'selected in the Python extension',
+  default: 'the default: kdsl.interpreterPath is empty and the Python extension selected none',
+};
+
+/**
+ * Why the server cannot start with `interpreter`, as the one message the user
+ * sees: which Python, where it came from, what failed (the last line of its
+ * error output: `ModuleNotFoundError: No module named 'dsl'`) and the setting
+ * that chooses another.
+ */
+export function interpreterProblem(interpreter: ResolvedInterpreter, notFound: boolean, detail: string): string {
+  const last = detail.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== '').pop();
+  const failed = notFound ? 'was not found' : `cannot import kdsl${last ? ` (${last})` : ''}`;
+  const fix = notFound ? '' : ', or install kdsl into this one';
+  return `kdsl: the Python interpreter "${interpreter.python}" (${SOURCE_WORDS[interpreter.source]}) ${failed}. Set kdsl.interpreterPath to a Python that has kdsl installed${fix}.`;
+}
+
 export function installCommand(python: string): CommandLine {
   return { command: python, args: ['-m', 'pip', 'install', 'kdsl'] };
 }

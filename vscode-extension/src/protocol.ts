@@ -100,5 +100,7 @@ export interface CommandResult {
   message?: string;
   /** False when the server refused or failed (for example in an untrusted workspace). */
   ok?: boolean;
+  /** True when the user dismissed a question the server asked (no GPU: run on the CPU?): nothing more to show. */
+  dismissed?: boolean;
   [key: string]: unknown;
 }

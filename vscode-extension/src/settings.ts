@@ -1,6 +1,15 @@
 // The extension's settings: parsing the raw configuration values into a typed,
-// defaulted object, and turning it into the server's initializationOptions.
+// defaulted object, and turning it into what the server reads.
 // This module does not import `vscode` so that it can be unit-tested.
+//
+// The server reads one object, the `kdsl` section in VS Code's own shape
+// (`{worker: {timeoutSeconds}}`, lsp/settings.py's CLIENT_KEYS), from three
+// messages: `initialize` (initializationOptions), the `workspace/configuration`
+// answer and `workspace/didChangeConfiguration`. `toServerSettings` makes that
+// object for all three, so no setting can reach the server by one and not the
+// others; src/test/data/server-settings.json holds what it makes, and
+// tests/lsp/test_capabilities_manifest.py checks that the server reads every
+// one of its settings from it.
 //
 // The defaults and the allowed values are the ones package.json declares
 // (`contributes.configuration`), read from it here rather than written again:
@@ -22,6 +31,8 @@ export interface KdslSettings {
   workerSandbox: string;
   debounceMs: number;
   executeUserCode: boolean;
+  /** Inlay hints also show each kernel line's SASS instructions. */
+  inlayHintsLineCost: boolean;
   interpreterPath: string;
   /** `off`, `messages` or `verbose` (package.json's `kdsl.trace.server` enum). */
   traceServer: string;
@@ -36,6 +47,7 @@ export const SETTING_FIELDS = {
   'worker.sandbox': 'workerSandbox',
   debounceMs: 'debounceMs',
   executeUserCode: 'executeUserCode',
+  'inlayHints.lineCost': 'inlayHintsLineCost',
   interpreterPath: 'interpreterPath',
   'trace.server': 'traceServer',
 } as const satisfies Record<string, keyof KdslSettings>;
@@ -45,16 +57,23 @@ export const SETTING_KEYS = Object.keys(SETTING_FIELDS) as SettingKey[];
 /** Raw values keyed by the dotted setting names of SETTING_KEYS. */
 export type RawSettings = Partial<Record<SettingKey, unknown>>;
 
-/** The options the server expects in `initialize` and `workspace/didChangeConfiguration`. */
-export interface InitializationOptions {
-  target: string;
-  device: number;
-  timeoutSeconds: number;
-  memoryLimitMb: number;
-  sandbox: string;
-  debounceMs: number;
-  trusted: boolean;
-}
+/** Settings only the extension reads (which Python runs the server, the protocol trace): never sent. */
+export const CLIENT_ONLY_KEYS: readonly SettingKey[] = ['interpreterPath', 'trace.server'];
+
+/**
+ * Settings the server applies while it runs, so a change is sent to it
+ * (`workspace/didChangeConfiguration`). A change of any other server setting
+ * restarts the server: the target shapes every report and IR view already
+ * shown, the worker's limits and sandbox how your code runs, and trust whether
+ * it runs at all.
+ */
+export const LIVE_KEYS: readonly SettingKey[] = ['inlayHints.lineCost', 'debounceMs', 'device'];
+
+/** A JSON object, as the configuration and the protocol carry it. */
+export type JsonObject = { [key: string]: unknown };
+
+/** What a change of the settings asks for: nothing, telling the running server, or a new server. */
+export type SettingsChange = 'none' | 'send' | 'restart';
 
 /** The part of package.json that declares the settings. */
 export interface Manifest {
@@ -86,6 +105,10 @@ function trimmed(value: unknown): string | undefined {
   return typeof value === 'string' ? value.trim() : undefined;
 }
 
+function boolean(value: unknown): boolean | undefined {
+  return typeof value === 'boolean' ? value : undefined;
+}
+
 function oneOf(value: unknown, choices: readonly string[] | undefined): string | undefined {
   const text = trimmed(value);
   return text !== undefined && (choices === undefined || choices.includes(text)) ? text : undefined;
@@ -99,7 +122,8 @@ const READERS: Record<SettingKey, Reader> = {
   'worker.memoryLimitMb': (v) => round(positiveNumber(v)),
   'worker.sandbox': oneOf,
   debounceMs: (v) => round(nonNegativeNumber(v)),
-  executeUserCode: (v) => (typeof v === 'boolean' ? v : undefined),
+  executeUserCode: boolean,
+  'inlayHints.lineCost': boolean,
   interpreterPath: trimmed,
   'trace.server': oneOf,
 };
@@ -154,25 +178,66 @@ export function readSettings(get: (key: SettingKey) => unknown): KdslSettings {
   return parseSettings(raw);
 }
 
-/**
- * The server's options. User code is executed only when the setting allows it
- * and the workspace is trusted.
- */
-export function toInitializationOptions(settings: KdslSettings, workspaceTrusted: boolean): InitializationOptions {
-  return {
-    target: settings.target,
-    device: settings.device,
-    timeoutSeconds: settings.workerTimeoutSeconds,
-    memoryLimitMb: settings.workerMemoryLimitMb,
-    sandbox: settings.workerSandbox,
-    debounceMs: settings.debounceMs,
-    trusted: settings.executeUserCode && workspaceTrusted,
-  };
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Settings whose change needs a new server process (all but the trace level). */
-export function needsRestart(before: KdslSettings, after: KdslSettings): boolean {
-  return (Object.keys(before) as (keyof KdslSettings)[]).some(
-    (key) => key !== 'traceServer' && before[key] !== after[key],
-  );
+/**
+ * The `kdsl` section as the server reads it: every setting but the
+ * extension's own, as parsed (a bad value is already the default), nested by
+ * its dotted name as VS Code nests it, and `trusted`, the workspace's trust.
+ * The server runs user code only when both `executeUserCode` and `trusted` are true.
+ */
+export function toServerSettings(settings: KdslSettings, workspaceTrusted: boolean): JsonObject {
+  const section: JsonObject = {};
+  for (const key of SETTING_KEYS) {
+    if (CLIENT_ONLY_KEYS.includes(key)) {
+      continue;
+    }
+    const path = key.split('.');
+    let parent = section;
+    for (const part of path.slice(0, -1)) {
+      const child = isJsonObject(parent[part]) ? parent[part] : {};
+      parent[part] = child;
+      parent = child;
+    }
+    parent[path[path.length - 1]] = settings[SETTING_FIELDS[key]];
+  }
+  section.trusted = workspaceTrusted;
+  return section;
+}
+
+/**
+ * `ours` laid over `section` (the `kdsl` section as VS Code has it), object by
+ * object: the extension's values win, and keys it does not know (a setting of
+ * a newer server, written in settings.json) still reach the server.
+ */
+export function overlaySettings(section: unknown, ours: JsonObject): JsonObject {
+  const out: JsonObject = isJsonObject(section) ? { ...section } : {};
+  for (const [key, value] of Object.entries(ours)) {
+    out[key] = isJsonObject(value) ? overlaySettings(out[key], value) : value;
+  }
+  return out;
+}
+
+/** One item of a `workspace/configuration` request, as the client library passes it. */
+export interface ConfigurationItem {
+  section?: string | null;
+}
+
+/**
+ * The answer to `workspace/configuration`: VS Code's own answer, with the
+ * `kdsl` section overlaid with what the server reads (`server`).
+ */
+export function answerConfiguration(items: readonly ConfigurationItem[], answers: readonly unknown[], server: JsonObject): unknown[] {
+  return items.map((item, i) => (item.section === SECTION ? overlaySettings(answers[i], server) : answers[i]));
+}
+
+/** What changed settings need: see LIVE_KEYS; the trace level the client library applies itself. */
+export function settingsChange(before: KdslSettings, after: KdslSettings): SettingsChange {
+  const changed = SETTING_KEYS.filter((key) => before[SETTING_FIELDS[key]] !== after[SETTING_FIELDS[key]]);
+  if (changed.some((key) => key !== 'trace.server' && !LIVE_KEYS.includes(key))) {
+    return 'restart';
+  }
+  return changed.some((key) => LIVE_KEYS.includes(key)) ? 'send' : 'none';
 }

@@ -63,4 +63,9 @@ describe('stageDescription', () => {
       'python .py',
     ]);
   });
+
+  it('says which stage a stage is made from', () => {
+    const c = { name: 'c', language: 'c', extension: '.c', binary: false, needsViews: true, madeBy: 'launcher' };
+    assert.equal(stageDescription(c), 'c .c (made from the launcher)');
+  });
 });

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import {
   checkCommand,
   defaultPython,
   expandPath,
   installCommand,
+  interpreterProblem,
   isInside,
   queryPythonExtension,
   resolveInterpreter,
@@ -156,5 +159,49 @@ describe('queryPythonExtension', () => {
     );
     assert.equal(await queryPythonExtension(undefined), undefined);
     assert.equal(await queryPythonExtension({ environments: { getActiveEnvironmentPath: () => ({ path: '' }) } }), undefined);
+  });
+});
+
+describe('kdsl.interpreterPath in package.json', () => {
+  const manifest = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+    capabilities: { untrustedWorkspaces: { restrictedConfigurations: string[] } };
+    contributes: { configuration: { properties: Record<string, { scope?: string }> } };
+  };
+
+  it('is read from User settings in a remote window too (code-server, Remote SSH)', () => {
+    // `machine` and `machine-overridable` settings are ignored in User settings there: the
+    // extension then fell back to python3, and the Settings UI's change did nothing.
+    const scope = manifest.contributes.configuration.properties['kdsl.interpreterPath'].scope;
+    assert.equal(scope, 'window');
+  });
+
+  it('is not taken from an untrusted workspace\'s settings', () => {
+    assert.ok(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations.includes('kdsl.interpreterPath'));
+  });
+});
+
+describe('interpreterProblem', () => {
+  const traceback = 'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\nModuleNotFoundError: No module named \'dsl\'\n';
+
+  it('names the interpreter, where it came from, why it failed and the setting', () => {
+    assert.equal(
+      interpreterProblem({ python: 'python3', source: 'default' }, false, traceback),
+      'kdsl: the Python interpreter "python3" (the default: kdsl.interpreterPath is empty and the Python extension ' +
+        "selected none) cannot import kdsl (ModuleNotFoundError: No module named 'dsl'). Set kdsl.interpreterPath " +
+        'to a Python that has kdsl installed, or install kdsl into this one.',
+    );
+  });
+
+  it('says a path from the setting that does not exist was not found', () => {
+    assert.equal(
+      interpreterProblem({ python: '/home/u/venv/bin/python', source: 'setting' }, true, 'spawn /home/u/venv/bin/python ENOENT'),
+      'kdsl: the Python interpreter "/home/u/venv/bin/python" (set in kdsl.interpreterPath) was not found. ' +
+        'Set kdsl.interpreterPath to a Python that has kdsl installed.',
+    );
+  });
+
+  it('names the Python extension when it chose the interpreter', () => {
+    const message = interpreterProblem({ python: '/w/.venv/bin/python', source: 'pythonExtension' }, false, '');
+    assert.match(message, /\(selected in the Python extension\) cannot import kdsl\. Set kdsl\.interpreterPath/);
   });
 });

@@ -3,19 +3,44 @@ import { describe, it } from 'node:test';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import {
+  answerConfiguration,
+  CLIENT_ONLY_KEYS,
   declaredSettings,
   DEFAULT_SETTINGS,
-  needsRestart,
+  LIVE_KEYS,
+  overlaySettings,
   parseSettings,
   readSettings,
+  SECTION,
+  SETTING_FIELDS,
   SETTING_KEYS,
-  toInitializationOptions,
+  settingsChange,
+  toServerSettings,
+  type JsonObject,
   type Manifest,
+  type RawSettings,
   type SettingKey,
 } from '../settings';
 
 // out/test/ -> vscode-extension/package.json
-const MANIFEST = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as Manifest;
+const EXTENSION = path.join(__dirname, '..', '..');
+const MANIFEST = JSON.parse(readFileSync(path.join(EXTENSION, 'package.json'), 'utf8')) as Manifest;
+
+/** What the extension sends the server, shared with the server's tests (see its "//" entry). */
+interface SentCase {
+  settings: RawSettings;
+  sent: JsonObject;
+}
+const SENT = JSON.parse(readFileSync(path.join(EXTENSION, 'src', 'test', 'data', 'server-settings.json'), 'utf8')) as {
+  workspaceTrusted: boolean;
+  defaults: SentCase;
+  changed: SentCase;
+};
+
+/** The value at a dotted key of a nested object (`worker.sandbox`). */
+function at(object: unknown, key: string): unknown {
+  return key.split('.').reduce<unknown>((o, part) => (typeof o === 'object' && o !== null ? (o as JsonObject)[part] : undefined), object);
+}
 
 describe('parseSettings', () => {
   it('returns the defaults for an empty or missing object', () => {
@@ -27,6 +52,7 @@ describe('parseSettings', () => {
       workerSandbox: 'standard',
       debounceMs: 300,
       executeUserCode: true,
+      inlayHintsLineCost: false,
       interpreterPath: '',
       traceServer: 'off',
     };
@@ -46,6 +72,7 @@ describe('parseSettings', () => {
         'worker.sandbox': 'strict',
         debounceMs: 0,
         executeUserCode: false,
+        'inlayHints.lineCost': true,
         interpreterPath: '  /opt/py/bin/python  ',
         'trace.server': 'verbose',
       }),
@@ -57,6 +84,7 @@ describe('parseSettings', () => {
         workerSandbox: 'strict',
         debounceMs: 0,
         executeUserCode: false,
+        inlayHintsLineCost: true,
         interpreterPath: '/opt/py/bin/python',
         traceServer: 'verbose',
       },
@@ -73,6 +101,7 @@ describe('parseSettings', () => {
         'worker.sandbox': 'off',
         debounceMs: '300',
         executeUserCode: 'no',
+        'inlayHints.lineCost': 1,
         interpreterPath: 42,
         'trace.server': 'loud',
       }),
@@ -147,50 +176,106 @@ describe('readSettings', () => {
   });
 });
 
-describe('toInitializationOptions', () => {
-  const settings = parseSettings({
-    target: 'sm_89',
-    device: 1,
-    'worker.timeoutSeconds': 30,
-    'worker.memoryLimitMb': 2048,
-    'worker.sandbox': 'strict',
-    debounceMs: 150,
-  });
-
-  it('maps the settings to the server names', () => {
-    assert.deepEqual(toInitializationOptions(settings, true), {
-      target: 'sm_89',
-      device: 1,
-      timeoutSeconds: 30,
-      memoryLimitMb: 2048,
-      sandbox: 'strict',
-      debounceMs: 150,
-      trusted: true,
-    });
-  });
-
-  it('is untrusted when the workspace is untrusted or execution is off', () => {
-    assert.equal(toInitializationOptions(settings, false).trusted, false);
-    assert.equal(toInitializationOptions({ ...settings, executeUserCode: false }, true).trusted, false);
-    assert.equal(toInitializationOptions({ ...settings, executeUserCode: false }, false).trusted, false);
-  });
-
-  it('passes an empty target through as the server default', () => {
-    assert.equal(toInitializationOptions(parseSettings({}), true).target, '');
+describe('package.json and the settings read', () => {
+  it('declares every setting the extension reads, and no other', () => {
+    const declared = Object.keys(MANIFEST.contributes?.configuration?.properties ?? {});
+    assert.deepEqual(declared.sort(), SETTING_KEYS.map((key) => `${SECTION}.${key}`).sort());
   });
 });
 
-describe('needsRestart', () => {
-  const base = parseSettings({});
-  it('is false for equal settings and for a trace change only', () => {
-    assert.equal(needsRestart(base, parseSettings({})), false);
-    assert.equal(needsRestart(base, { ...base, traceServer: 'messages' }), false);
+describe('toServerSettings', () => {
+  // The server's side of this: tests/lsp/test_capabilities_manifest.py reads every setting of
+  // lsp/settings.py from the same file, so a setting the extension does not send fails there.
+  for (const name of ['defaults', 'changed'] as const) {
+    it(`sends what the server's tests read (server-settings.json, ${name})`, () => {
+      const { settings, sent } = SENT[name];
+      assert.deepEqual(toServerSettings(parseSettings(settings), SENT.workspaceTrusted), sent);
+    });
+  }
+
+  it('sends every declared setting but the extension\'s own, at its place in the section', () => {
+    const sent = toServerSettings(parseSettings(SENT.changed.settings), true);
+    for (const key of SETTING_KEYS) {
+      const value = at(sent, key);
+      if (CLIENT_ONLY_KEYS.includes(key)) {
+        assert.equal(value, undefined, key);
+      } else {
+        assert.notEqual(value, DEFAULT_SETTINGS[SETTING_FIELDS[key]], `${key}: the changed case changes it`);
+        assert.equal(value, parseSettings(SENT.changed.settings)[SETTING_FIELDS[key]], key);
+      }
+    }
   });
-  it('is true when a server setting changes', () => {
-    assert.equal(needsRestart(base, { ...base, target: 'sm_80' }), true);
-    assert.equal(needsRestart(base, { ...base, interpreterPath: '/usr/bin/python3' }), true);
-    assert.equal(needsRestart(base, { ...base, executeUserCode: false }), true);
-    assert.equal(needsRestart(base, { ...base, debounceMs: 301 }), true);
-    assert.equal(needsRestart(base, { ...base, workerSandbox: 'strict' }), true);
+
+  it('sends the workspace trust beside the setting: the server runs code only when both are true', () => {
+    const settings = parseSettings({});
+    assert.deepEqual([toServerSettings(settings, false).executeUserCode, toServerSettings(settings, false).trusted], [true, false]);
+    const off = toServerSettings({ ...settings, executeUserCode: false }, true);
+    assert.deepEqual([off.executeUserCode, off.trusted], [false, true]);
+  });
+
+  it('sends bad values as the defaults', () => {
+    const sent = toServerSettings(parseSettings({ 'inlayHints.lineCost': 'yes', 'worker.sandbox': 'off' }), true);
+    assert.equal(at(sent, 'inlayHints.lineCost'), false);
+    assert.equal(at(sent, 'worker.sandbox'), 'standard');
+  });
+});
+
+describe('overlaySettings and answerConfiguration', () => {
+  const ours = toServerSettings(parseSettings({ 'inlayHints.lineCost': true }), true);
+
+  it('keeps keys the extension does not know, at any depth, under its own values', () => {
+    const section = {
+      target: 'sm_90',
+      futureSetting: 7,
+      worker: { timeoutSeconds: 'ten', futureLimit: 3 },
+      inlayHints: { lineCost: true, futureHint: 'x' },
+    };
+    const merged = overlaySettings(section, ours);
+    assert.equal(merged.futureSetting, 7);
+    assert.equal(at(merged, 'worker.futureLimit'), 3);
+    assert.equal(at(merged, 'inlayHints.futureHint'), 'x');
+    assert.equal(at(merged, 'worker.timeoutSeconds'), 10, 'a bad value is replaced by the parsed one');
+    assert.equal(merged.target, '', 'the extension\'s value wins');
+    assert.equal(at(merged, 'inlayHints.lineCost'), true);
+    assert.deepEqual(section.worker, { timeoutSeconds: 'ten', futureLimit: 3 }, 'the section is not changed');
+  });
+
+  it('is the extension\'s object where VS Code has no section', () => {
+    assert.deepEqual(overlaySettings(undefined, ours), ours);
+    assert.deepEqual(overlaySettings(null, ours), ours);
+  });
+
+  it('answers the kdsl section with it, and other sections as VS Code does', () => {
+    const answers = [{ inlayHints: { lineCost: false }, trusted: true }, { pythonPath: 'python3' }, null];
+    const answer = answerConfiguration([{ section: 'kdsl' }, { section: 'python' }, { section: null }], answers, ours);
+    assert.equal(at(answer[0], 'inlayHints.lineCost'), true);
+    assert.deepEqual(answer.slice(1), [{ pythonPath: 'python3' }, null]);
+  });
+
+  it('answers every setting the server reads, as initializationOptions carry them', () => {
+    const sent = toServerSettings(parseSettings(SENT.changed.settings), true);
+    const [answer] = answerConfiguration([{ section: SECTION }], [{}], sent);
+    assert.deepEqual(answer, SENT.changed.sent);
+  });
+});
+
+describe('settingsChange', () => {
+  const base = parseSettings({});
+  it('is none for equal settings and for a trace change only', () => {
+    assert.equal(settingsChange(base, parseSettings({})), 'none');
+    assert.equal(settingsChange(base, { ...base, traceServer: 'messages' }), 'none');
+  });
+  it('sends what the server applies while it runs', () => {
+    assert.deepEqual([...LIVE_KEYS], ['inlayHints.lineCost', 'debounceMs', 'device']);
+    assert.equal(settingsChange(base, { ...base, inlayHintsLineCost: true }), 'send');
+    assert.equal(settingsChange(base, { ...base, debounceMs: 301 }), 'send');
+    assert.equal(settingsChange(base, { ...base, device: 1, traceServer: 'verbose' }), 'send');
+  });
+  it('restarts the server for the others', () => {
+    assert.equal(settingsChange(base, { ...base, target: 'sm_80' }), 'restart');
+    assert.equal(settingsChange(base, { ...base, interpreterPath: '/usr/bin/python3' }), 'restart');
+    assert.equal(settingsChange(base, { ...base, executeUserCode: false }), 'restart');
+    assert.equal(settingsChange(base, { ...base, workerSandbox: 'strict' }), 'restart');
+    assert.equal(settingsChange(base, { ...base, workerTimeoutSeconds: 20, inlayHintsLineCost: true }), 'restart');
   });
 });
