@@ -186,12 +186,14 @@ if TYPE_CHECKING:  # imported on first use: the MLIR bindings take a while to lo
     from dsl.export.build import load_export
     from dsl.interpreter import interpret
     from dsl.module_analysis import analyze_source
+    from dsl.profiling import profile
     from dsl.runtime.run import run_function
 
 _LAZY = {
     "analyze_source": ("dsl.module_analysis", "analyze_source"),
     "interpret": ("dsl.interpreter", "interpret"),  # run @dsl.jit calls on the CPU (dsl/interpreter)
     "load_export": ("dsl.export.build", "load_export"),  # call a `kdsl export` library (dsl/export)
+    "profile": ("dsl.profiling", "profile"),  # Nsight Compute's counters per Python line (dsl/profiling)
     "run_function": ("dsl.runtime.run", "run_function"),
 }
 
@@ -314,6 +316,7 @@ __all__ = [
     "named_barrier_arrive",
     "pow",
     "printf",
+    "profile",
     "round",
     "rsqrt",
     "run_function",

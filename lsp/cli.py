@@ -1,4 +1,5 @@
-"""The `kdsl` command: `kdsl lint`, `kdsl lsp`, `kdsl ir`, `kdsl build`, `kdsl tune` and `kdsl export`.
+"""The `kdsl` command: `kdsl lint`, `kdsl lsp`, `kdsl ir`, `kdsl build`, `kdsl tune`, `kdsl export`
+and `kdsl profile`.
 
 Each subcommand lives in its own module and is imported only when chosen, so `kdsl lint`
 does not pay for pygls and `kdsl lsp` does not pay for the lint front end.
@@ -21,6 +22,8 @@ commands:
   tune FILE      tune the @dsl.autotune functions on this GPU and record their choices
   export FILE::JIT_FUNCTION -o DIR
                  write jit functions as a C library (header, source, launch configs)
+  profile FILE::JIT_FUNCTION
+                 the GPU's counters for one call, per Python line (Nsight Compute)
 
 `kdsl <command> --help` describes each command's options.
 """
@@ -80,6 +83,12 @@ def _run_tune(argv: list[str]) -> int:
     return _call(main, argv, "kdsl tune")
 
 
+def _run_profile(argv: list[str]) -> int:
+    from dsl.cli_profile import main
+
+    return _call(main, argv, "kdsl profile")
+
+
 def _run_export(argv: list[str]) -> int:
     from dsl.cli_export import main
 
@@ -88,7 +97,7 @@ def _run_export(argv: list[str]) -> int:
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "lint": _run_lint, "lsp": _run_lsp, "ir": _run_ir, "build": _run_build, "tune": _run_tune,
-    "export": _run_export,
+    "export": _run_export, "profile": _run_profile,
 }
 
 

@@ -179,6 +179,43 @@ def tune_on_gpu(request: dict[str, Any]) -> dict[str, Any]:
     return run_on_gpu(request, tune)
 
 
+def profile_on_gpu(request: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """The editor's "Profile on GPU": one call under Nsight Compute (`dsl.profiling`), answered
+    as `run_on_gpu` answers, with the report as `profile` (its JSON form). ncu takes seconds:
+    `progress()` is called every couple of seconds meanwhile, so the time limit counts from
+    the latest sign of life."""
+    stop = threading.Event()
+
+    def alive() -> None:
+        while not stop.wait(2.0):
+            progress()
+
+    pinger = threading.Thread(target=alive, daemon=True)
+    pinger.start()
+    try:
+        from dsl.profiling.nsight import ProfilerUnavailable
+        from dsl.profiling.run import ProfileFailed, profile_function
+        from dsl.profiling.table import summary
+
+        path = str(request.get("path"))
+        with _module_dir_on_path(path):
+            report = profile_function(path, str(request.get("function")), device=int(request.get("device") or 0),
+                                      source=str(request.get("source", "")))
+        kernels = "; ".join(f"{k.name}: {k.duration_us} us, {k.limiter}" for k in report.kernels)
+        return {"ok": True, "message": f"on {report.device}: {kernels}", "profile": report.to_json(),
+                "summaries": [summary(k) for k in report.kernels]}
+    except ProfilerUnavailable as exc:
+        return {"ok": False, "error": "no_profiler", "message": str(exc)}
+    except ProfileFailed as exc:
+        return {"ok": False, "error": "error", "message": str(exc)}
+    except Exception as exc:
+        traceback.print_exc()
+        return {"ok": False, "error": "error", "message": f"{type(exc).__name__}: {exc}"}
+    finally:
+        stop.set()
+        pinger.join()
+
+
 def interpret_on_cpu(request: dict[str, Any]) -> dict[str, Any]:
     """The editor's "Run on CPU (interpreter)": one call in the interpreter on small synthesized
     inputs, checked against the reference, answered as `run_on_gpu` answers."""
@@ -267,8 +304,9 @@ def run_process(
         os._exit(0)
     if request.get("op") == "run":  # a GPU run, a tuning ("tune") or an interpreter run, in a fresh process
         task = request.get("task")
+        progress = functools.partial(answer, {"seq": request["seq"], "progress": True})
         result = (tune_on_gpu(request) if task == "tune" else interpret_on_cpu(request) if task == "interpret"
-                  else run_on_gpu(request))
+                  else profile_on_gpu(request, progress) if task == "profile" else run_on_gpu(request))
         try:
             answer({"seq": request["seq"], "retire": True, "result": result})
         except Exception as exc:  # a value of the result JSON cannot carry

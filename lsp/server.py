@@ -226,6 +226,7 @@ def make_server() -> KdslLanguageServer:
         hover,
         inlay_hints,
         ir,
+        profile,
         semantic_tokens,
         signature_help,
         symbols,
@@ -233,7 +234,7 @@ def make_server() -> KdslLanguageServer:
     )
 
     server = KdslLanguageServer()
-    for feature in (diagnostics, hover, ir, code_lens, code_actions, commands, symbols, tuning):
+    for feature in (diagnostics, hover, ir, code_lens, code_actions, commands, symbols, tuning, profile):
         feature.register(server)
     for feature in (completion, signature_help, inlay_hints, semantic_tokens):  # editor intelligence
         feature.register(server)

@@ -189,6 +189,13 @@ class AnalysisWorker:
         Answers `{function, ok, device, tunings, message}` or `run_on_gpu`'s failures."""
         return await self.run_on_gpu(source, path, function, target, task="tune")
 
+    async def profile_on_gpu(self, source: str, path: str, function: str, device: int = 0) -> dict[str, Any]:
+        """One call profiled under Nsight Compute (`dsl.profiling`) in a contained process of its
+        own, as `run_on_gpu` runs: a GPU run whose task is "profile". Answers `{ok, message,
+        profile}` (the report's JSON form, untrusted: the user's process wrote it) or
+        `run_on_gpu`'s failures, with `error` "no_profiler" where there is no GPU or no ncu."""
+        return await self.run_on_gpu(source, path, function, None, task="profile", device=device)
+
     async def interpret_on_cpu(self, source: str, path: str, function: str, target: str | None = None
                                ) -> dict[str, Any]:
         """`dsl.interpreter.run.run_function` in a contained process of its own, exactly as
@@ -272,8 +279,10 @@ class AnalysisWorker:
             proc.stdin.write(json.dumps(request).encode() + b"\n")
             await proc.stdin.drain()
             waiter = asyncio.ensure_future(pending.started.wait())
-            await asyncio.wait([waiter, pending.answer], return_when=asyncio.FIRST_COMPLETED)
-            waiter.cancel()
+            try:
+                await asyncio.wait([waiter, pending.answer], return_when=asyncio.FIRST_COMPLETED)
+            finally:  # also when the request is cancelled: no task left pending behind it
+                waiter.cancel()
             answer = await self._backstop(proc, pending)
         except (ConnectionError, BrokenPipeError):
             raise WorkerFailure(self._death_message()) from None

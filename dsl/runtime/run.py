@@ -94,8 +94,9 @@ def _default_shape(rank: int) -> tuple[int, ...]:
     return (side,) * rank
 
 
-def _synthesize(jit_fn: Any, rng: Any) -> tuple[list[Any], dict[str, Any], list[str]]:
-    """(call arguments, {tensor param: numpy input}, tensor parameter names) for one run."""
+def _synthesize(jit_fn: Any, rng: Any, example: int = 0) -> tuple[list[Any], dict[str, Any], list[str]]:
+    """(call arguments, {tensor param: numpy input}, tensor parameter names) for one run, from
+    the `example`-th `examples=` entry where there are any."""
     import inspect
 
     import numpy as np
@@ -106,7 +107,10 @@ def _synthesize(jit_fn: Any, rng: Any) -> tuple[list[Any], dict[str, Any], list[
 
     sig = inspect.signature(jit_fn.fn)
     examples = parse_examples(jit_fn)
-    ex_args, ex_kwargs = (examples[0][0], examples[0][1]) if examples else ((), {})
+    if examples and not 0 <= example < len(examples):
+        raise ValueError(f"there is no example {example}: '{jit_fn.fn.__name__}' has {len(examples)} examples= "
+                         f"(0 to {len(examples) - 1})")
+    ex_args, ex_kwargs = (examples[example][0], examples[example][1]) if examples else ((), {})
     given: dict[str, Any] = {}
     names = list(sig.parameters)
     for i, v in enumerate(ex_args):

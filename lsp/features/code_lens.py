@@ -1,4 +1,5 @@
-"""Code lenses above each kernel and jit function: its resources, Compile, Run on GPU, Show IR.
+"""Code lenses above each kernel and jit function: its resources, Compile, Run on GPU, Profile on
+GPU (`lsp.features.profile`), Show IR.
 
 A kernel runs only through a jit function that launches it, so a kernel's run lens runs that
 jit function ("Run on GPU: run_saxpy", the first in the file whose body calls the kernel) and a
@@ -22,7 +23,7 @@ from lsprotocol import types
 
 from dsl.compiler.artifacts import FunctionReport, ModuleReport
 from lsp.convert import source_lines, to_lsp_range
-from lsp.features import gpu_run, tuning
+from lsp.features import gpu_run, profile, tuning
 from lsp.features.diagnostics import current_report
 from lsp.features.symbols import DslFunction, dsl_functions
 
@@ -86,6 +87,9 @@ def code_lenses(
         rows: list[tuple[str, str, str]] = [(summary(fn_report, trusted), "", ""), ("Compile", COMPILE, fn.name)]
         if runs is not None:
             rows.append((run_title if runs == fn.name else f"{run_title}: {runs}", run_command, runs))
+            if not gpu_run.no_gpu_seen():
+                rows.append((profile.LENS_TITLE if runs == fn.name else f"{profile.LENS_TITLE}: {runs}",
+                             profile.PROFILE, runs))
         rows.append(("Show IR", SHOW_IR, fn.name))
         for title, command, target in rows:
             arguments = [uri, target] if command else None

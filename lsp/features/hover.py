@@ -33,7 +33,7 @@ from dsl.diagnostics import SourceRange
 from dsl.frontend.launch_syntax import launch_syntax
 from dsl.frontend.source import parse_module
 from lsp.convert import from_lsp_position, source_lines
-from lsp.features import jedi_use
+from lsp.features import jedi_use, profile
 from lsp.features.diagnostics import current_report
 from lsp.features.symbols import DslFunction, dsl_functions, node_range
 
@@ -398,7 +398,8 @@ def _ir_lines(smap, path: str, line: int) -> list[int]:
 
 
 def hover_markdown(
-    text: str, path: str, line: int, col: int, report: ModuleReport | None, context: HoverContext | None = None
+    text: str, path: str, line: int, col: int, report: ModuleReport | None, context: HoverContext | None = None,
+    uri: str | None = None,
 ) -> str | None:
     """Hover text for 1-based `line`, 0-based character `col`, or None when there is nothing to
     say; `context` is `hover_context(text, path)` when the caller kept it."""
@@ -412,7 +413,8 @@ def hover_markdown(
             name = node.attr
         fn = report.function(name) if name is not None and report is not None else None
         if fn is not None and (fn_def is not None or any(f.name == name for f in functions)):
-            return function_hover(fn)
+            profiled = profile.kernel_hover(uri, fn.name) if uri else None
+            return function_hover(fn) + (f"\n\n{profiled}" if profiled else "")
         is_launch_token = isinstance(node, ast.Attribute) and node.attr == "launch"
         on_import = any(
             isinstance(n, (ast.Import, ast.ImportFrom)) and _contains(node_range(n, path, lines), line, col)
@@ -449,7 +451,7 @@ def register(server: KdslLanguageServer) -> None:
             earlier = state.derived.get("hover") or state.earlier.get("hover")
             context = hover_context(text, state.path, earlier if isinstance(earlier, HoverContext) else None)
             state.derived["hover"] = context
-        markdown = hover_markdown(context.text, state.path, line, col, report, context)
+        markdown = hover_markdown(context.text, state.path, line, col, report, context, uri)
         if markdown is None:
             return None
         if not wants_markdown(ls.client_capabilities):

@@ -33,6 +33,7 @@ from dsl.compiler.artifacts import ModuleReport
 from dsl.compiler.source_maps import LineCost
 from dsl.frontend.trace_facts import COMPILE_TIME, RUN_TIME, SHARED, TENSOR, FactRecorder, ValueFact, replay
 from lsp.convert import to_lsp_position
+from lsp.features import profile
 from lsp.features.diagnostics import current_report
 from lsp.features.line_cost import DISASSEMBLED_PER_REQUEST, line_costs
 from lsp.text_model import line_content, split_lines
@@ -265,9 +266,11 @@ async def traced_for_features(ls: KdslLanguageServer, state: DocumentState, what
         if _traced_so_far(state) is None:
             full = asyncio.ensure_future(current_report(ls, uri))
             early = asyncio.ensure_future(state.traced_fresh.wait())
-            await asyncio.wait({full, early}, return_when=asyncio.FIRST_COMPLETED)
-            early.cancel()
-            full.cancel()
+            try:
+                await asyncio.wait({full, early}, return_when=asyncio.FIRST_COMPLETED)
+            finally:  # also when this request is cancelled: no task left pending behind it
+                early.cancel()
+                full.cancel()
         current = ls.documents.get(uri)
         if current is None:
             return None
@@ -326,6 +329,7 @@ def register(server: KdslLanguageServer) -> None:
         lines = state.lines
         first, last = params.range.start.line + 1, params.range.end.line + 1
         hints = type_hints(found.facts, lines, first, last)
+        hints += profile.profile_hints(uri, state.path, lines, state.version, first, last)  # after Profile on GPU
         if ls.settings.line_cost:
             kernels = _kernels_in(lines, first, last)
             loop = asyncio.get_running_loop()

@@ -23,6 +23,7 @@ from dsl.compiler.stages import TEXT_STAGES, language_of, ordered
 from dsl.compiler.toolchain import ToolError
 from lsp.capabilities import CAPABILITIES_REQUEST, capabilities_response
 from lsp.convert import source_lines, to_json, to_lsp_range
+from lsp.features import profile
 from lsp.features.diagnostics import current_report
 from lsp.features.symbols import dsl_functions
 
@@ -137,8 +138,11 @@ def register(server: KdslLanguageServer) -> None:
         state = ls.documents.get(uri) or state
         text = state.report_text or state.text
         if stage in ("sass", "c"):  # ptxas and nvdisasm take up to a second: keep the event loop free
-            return await asyncio.get_running_loop().run_in_executor(
+            response = await asyncio.get_running_loop().run_in_executor(
                 None, ir_response, report, text, function, stage)
+            if stage == "sass":  # after Profile on GPU: each instruction's samples
+                response["text"] = profile.annotate_sass(uri, response["text"])
+            return response
         return ir_response(report, text, function, stage)
 
     @server.feature(STAGES_REQUEST)

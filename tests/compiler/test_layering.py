@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 DSL = Path(__file__).resolve().parents[2] / "dsl"
-LAYERS = ["language", "frontend", "compiler", "runtime"]
+LAYERS = ["language", "frontend", "compiler", "runtime", "profiling"]
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

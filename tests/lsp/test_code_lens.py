@@ -1,5 +1,5 @@
-"""Code lenses: per kernel and jit function, the resource summary, Compile, Run on GPU, Show IR;
-a kernel's Run on GPU runs the jit function that launches it.
+"""Code lenses: per kernel and jit function, the resource summary, Compile, Run on GPU, Profile on
+GPU, Show IR; a kernel's Run on GPU and Profile on GPU run the jit function that launches it.
 
 Fixtures: data/saxpy.py (both compile), data/broken.py (`bad` fails with a type error).
 """
@@ -15,8 +15,10 @@ def expected(uri: str, name: str, line: int, start: int, title: str, runs: str |
     """The lenses of `name`; `runs` is the jit function its run lens runs ("" for itself, None
     for no run lens: a kernel that no jit function of the file launches)."""
     rng = types.Range(start=pos(line, start), end=pos(line, start + len(name)))
-    run = [] if runs is None else [(rng, f"Run on GPU: {runs}" if runs else "Run on GPU", "kdsl.run",
-                                    [uri, runs or name])]
+    run = [] if runs is None else [
+        (rng, f"Run on GPU: {runs}" if runs else "Run on GPU", "kdsl.run", [uri, runs or name]),
+        (rng, f"Profile on GPU: {runs}" if runs else "Profile on GPU", "kdsl.profile", [uri, runs or name]),
+    ]
     return [
         (rng, title, "", None),
         (rng, "Compile", "kdsl.compile", [uri, name]),

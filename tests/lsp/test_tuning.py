@@ -76,7 +76,7 @@ async def test_the_lens_appears_on_the_autotuned_function_only(client):
     tuning = [(c.range, c.command.command, list(c.command.arguments)) for c in lenses
               if c.command.title == "Autotune on GPU"]
     assert tuning == [(types.Range(start=pos(13, 4), end=pos(13, 13)), "kdsl.autotune", [uri, "run_scale"])]
-    assert len(lenses) == 3 * 4 + 1  # the four lenses of every function, and the one above
+    assert len(lenses) == 3 * 5 + 1  # summary, Compile, Run, Profile and Show IR of each function, and the one above
 
 
 async def test_the_command_runs_the_module_in_a_gpu_run_of_the_worker(fake_gpu_client):
@@ -112,7 +112,7 @@ async def test_without_a_gpu_the_command_says_so(client):
     uri = open_file(client, NAME, MODULE)
     result = await autotune(client, uri, "run_scale")
     assert result["ok"] is False
-    assert result["message"].startswith("run_scale: no NVIDIA GPU/driver found: "), result["message"]
+    assert result["message"].startswith("run_scale: no NVIDIA GPU/driver found ("), result["message"]
 
 
 @pytest.mark.gpu
