@@ -231,10 +231,13 @@ def register(server: KdslLanguageServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: KdslLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        from lsp.features import profile
+
         state = ls.documents.get(params.text_document.uri)
         if state is not None:
             keep_report(ls, state)
         ls.documents.close(params.text_document.uri)
+        profile.forget(params.text_document.uri)  # its hints and hover go with the document
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )

@@ -12,7 +12,7 @@ user's module runs there, and ncu under it), with work-done progress. Its answer
 - the SASS view (`kdsl/ir`, stage "sass") ends each sampled instruction's line with its
   samples and top stall;
 - a hint whose line's text changed since the profile is dropped; one on a line that still
-  reads the same in a later version is marked stale.
+  reads the same in a later version is marked stale; closing the document forgets it.
 """
 
 from __future__ import annotations

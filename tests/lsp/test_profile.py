@@ -110,3 +110,4 @@ def test_the_sass_view_shows_each_sampled_instructions_samples():
                              f"{hottest.samples / sum(i.samples for i in kernel.sass) * 100:.1f}%: {hottest.top_stall}")
     finally:
         profile.forget(uri)
+

@@ -5,6 +5,7 @@ import * as os from 'os';
 import * as vscode from 'vscode';
 import {
   DidChangeConfigurationNotification,
+  ExecuteCommandRequest,
   LanguageClient,
   RevealOutputChannelOn,
   type LanguageClientOptions,
@@ -39,6 +40,13 @@ import {
 const PYTHON_EXTENSION_ID = 'ms-python.python';
 const CHECK_TIMEOUT_MS = 30_000;
 const STOP_GRACE_MS = 2000;
+
+/** A server command and its answer, whoever ran it (a code lens or one of the extension's commands). */
+export interface CommandAnswer {
+  command: string;
+  arguments: unknown[];
+  result: unknown;
+}
 
 export function currentSettings(): KdslSettings {
   const config = vscode.workspace.getConfiguration(SECTION);
@@ -100,6 +108,9 @@ export class ServerManager implements vscode.Disposable {
   private readonly didStart = new vscode.EventEmitter<void>();
   /** Fires each time a server has started. */
   readonly onDidStart = this.didStart.event;
+  private readonly didAnswerCommand = new vscode.EventEmitter<CommandAnswer>();
+  /** Fires with each answer of a server command (`workspace/executeCommand`), for the views that show one. */
+  readonly onDidAnswerCommand = this.didAnswerCommand.event;
   private pythonWatch: vscode.Disposable | undefined;
   private readonly capabilityCache = new CapabilitiesCache();
 
@@ -110,6 +121,7 @@ export class ServerManager implements vscode.Disposable {
   ) {
     this.disposables.push(
       this.didStart,
+      this.didAnswerCommand,
       vscode.tasks.onDidEndTaskProcess((event) => {
         if (event.execution.task.definition.type === 'kdsl' && event.execution.task.definition.action === 'install') {
           if (event.exitCode === 0) {
@@ -154,6 +166,16 @@ export class ServerManager implements vscode.Disposable {
 
   stop(): Promise<void> {
     return this.enqueue(() => this.doStop());
+  }
+
+  /**
+   * Runs a server command through `client` (its answer also goes to
+   * `onDidAnswerCommand`); the server reports work-done progress while it works.
+   */
+  async executeCommand(client: LanguageClient, command: string, args: unknown[]): Promise<unknown> {
+    const result: unknown = await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+    this.didAnswerCommand.fire({ command, arguments: args, result });
+    return result;
   }
 
   /** Tells the running server the settings it applies without a restart (`settingsChange` said 'send'). */
@@ -246,6 +268,13 @@ export class ServerManager implements vscode.Disposable {
       // Read at each start, also when the client library restarts a crashed server.
       initializationOptions: () => serverSection(),
       middleware: {
+        // A code lens runs a server command through the client library, which
+        // drops the answer: catch it on the way, for the views (the profile's heat map).
+        executeCommand: async (command, args, next) => {
+          const result: unknown = await next(command, args);
+          this.didAnswerCommand.fire({ command, arguments: args, result });
+          return result;
+        },
         workspace: {
           // The kdsl section of the answer is what the server reads from
           // initializationOptions too: VS Code's section with the extension's

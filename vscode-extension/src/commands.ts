@@ -1,9 +1,10 @@
-// The client-side commands: Show IR, Compile Function, Run Function, Restart.
-// `kdsl.compile` and `kdsl.run` are the server's own commands; the client
-// library registers them from the server's executeCommandProvider.
+// The client-side commands: Show IR, Compile Function, Run Function, Profile
+// Function on GPU, Restart. `kdsl.compile`, `kdsl.run` and `kdsl.profile` are the
+// server's own commands; the client library registers them from the server's
+// executeCommandProvider.
 
 import * as vscode from 'vscode';
-import { ExecuteCommandRequest, type LanguageClient } from 'vscode-languageclient/node';
+import type { LanguageClient } from 'vscode-languageclient/node';
 import type { ServerManager } from './client';
 import { stageNamed } from './capabilities';
 import { commandNotice } from './commandResult';
@@ -12,6 +13,7 @@ import { IR_SCHEME } from './irUri';
 import { IrViewManager, parseIrDocumentUri } from './irView';
 import {
   COMPILE_COMMAND,
+  PROFILE_COMMAND,
   RUN_COMMAND,
   STAGES_REQUEST,
   type Capabilities,
@@ -69,9 +71,13 @@ function cursorLineIn(uri: string): number | undefined {
   return editor && editor.document.uri.toString() === uri ? editor.selection.active.line : undefined;
 }
 
-async function pickFunction(functions: FunctionInfo[], uri: string): Promise<FunctionInfo | undefined> {
+async function pickFunction(
+  functions: FunctionInfo[],
+  uri: string,
+  what = 'kernel or jit function',
+): Promise<FunctionInfo | undefined> {
   if (functions.length === 0) {
-    void vscode.window.showInformationMessage('kdsl: no kernel or jit function found in this file.');
+    void vscode.window.showInformationMessage(`kdsl: no ${what} found in this file.`);
     return undefined;
   }
   if (functions.length === 1) {
@@ -144,8 +150,17 @@ async function showIr(server: ServerManager, irView: IrViewManager, uriArg?: unk
   await irView.open({ sourceUri: uri, functionName, stage: stage.name }, stage);
 }
 
-/** Compile/Run: pick a function, then ask the server to run its command. */
-async function serverCommand(server: ServerManager, command: string, uriArg?: unknown, fnArg?: unknown): Promise<void> {
+/**
+ * Compile/Run/Profile: pick a function (only jit functions with `jitOnly`: a
+ * profile runs one call of a jit function), then ask the server to run its command.
+ */
+async function serverCommand(
+  server: ServerManager,
+  command: string,
+  uriArg?: unknown,
+  fnArg?: unknown,
+  jitOnly = false,
+): Promise<void> {
   const uri = sourceUriFrom(uriArg);
   if (!uri) {
     void vscode.window.showInformationMessage('kdsl: open a Python file first.');
@@ -158,17 +173,17 @@ async function serverCommand(server: ServerManager, command: string, uriArg?: un
   let functionName = typeof fnArg === 'string' && fnArg !== '' ? fnArg : undefined;
   try {
     if (functionName === undefined) {
-      const fn = await pickFunction(await listFunctions(client, uri), uri);
+      const functions = await listFunctions(client, uri);
+      const fn = jitOnly
+        ? await pickFunction(functions.filter((f) => f.kind === 'jit'), uri, 'jit function')
+        : await pickFunction(functions, uri);
       if (!fn) {
         return;
       }
       functionName = fn.name;
     }
     // The server reports work-done progress (cancellable) while it works.
-    const result = (await client.sendRequest(ExecuteCommandRequest.type, {
-      command,
-      arguments: [uri, functionName],
-    })) as CommandResult | null;
+    const result = (await server.executeCommand(client, command, [uri, functionName])) as CommandResult | null;
     const notice = commandNotice(result, functionName);
     if (notice?.level === 'warning') {
       void vscode.window.showWarningMessage(notice.message);
@@ -190,6 +205,9 @@ export function registerCommands(context: vscode.ExtensionContext, server: Serve
     ),
     vscode.commands.registerCommand('kdsl.runFunction', (uri?: unknown, fn?: unknown) =>
       serverCommand(server, RUN_COMMAND, uri, fn),
+    ),
+    vscode.commands.registerCommand('kdsl.profileFunction', (uri?: unknown, fn?: unknown) =>
+      serverCommand(server, PROFILE_COMMAND, uri, fn, true),
     ),
     vscode.commands.registerCommand('kdsl.restart', () => server.restart()),
   );

@@ -1,10 +1,11 @@
-// Entry point: wires the language client, the IR views and the commands together.
+// Entry point: wires the language client, the IR views, the profile's heat map and the commands together.
 
 import * as vscode from 'vscode';
 import { currentSettings, ServerManager } from './client';
 import { registerCommands } from './commands';
 import { IR_SCHEME } from './irUri';
 import { IrViewManager } from './irView';
+import { registerProfileView } from './profileView';
 import { SECTION, settingsChange } from './settings';
 
 let server: ServerManager | undefined;
@@ -29,6 +30,7 @@ export function activate(context: vscode.ExtensionContext): void {
     manager.onDidStart(() => irView.refreshAll()),
   );
   registerCommands(context, manager, irView);
+  registerProfileView(context, manager);
 
   // A setting the server applies while it runs is sent to it; any other
   // change restarts it (see LIVE_KEYS in settings.ts). The client library

@@ -95,6 +95,8 @@ export interface IrResult {
 /** Server commands (run through `workspace/executeCommand`). */
 export const COMPILE_COMMAND = 'kdsl.compile';
 export const RUN_COMMAND = 'kdsl.run';
+/** Answers `{ok, message, profile}`: `profile` is the report that profileReport.ts reads. */
+export const PROFILE_COMMAND = 'kdsl.profile';
 
 export interface CommandResult {
   message?: string;
