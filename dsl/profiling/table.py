@@ -62,11 +62,11 @@ def format_report(report: ProfileReport, max_lines: int = 12) -> str:
         rows = [line for line in k.lines if line.samples or line.instructions][:max_lines]
         if not rows:
             continue
-        out.append(f"  {'stalls':>6}  {'line':<22} {'top stalls':<44} {'instr':>10}  {'sectors/req':<26} source")
+        out.append(f"  {'stalls':>6}  {'line':<22} {'top stalls':<62} {'instr':>10}  {'sectors/req':<26} source")
         for line in rows:
             where = f"{os.path.basename(line.file)}:{line.line}"
             stalls = ", ".join(f"{reason.split(' (')[0]} {share * 100:.0f}%" for reason, share in line.top_stalls)
             conflicts = f" [{line.bank_conflicts} bank conflicts]" if line.bank_conflicts else ""
-            out.append(f"  {line.stall_share * 100:>5.1f}%  {where:<22} {stalls:<44} {line.instructions:>10}  "
+            out.append(f"  {line.stall_share * 100:>5.1f}%  {where:<22} {stalls:<62} {line.instructions:>10}  "
                        f"{_memory(line):<26} {line.source}{conflicts}")
     return "\n".join(out)
