@@ -312,7 +312,8 @@ def compare(op: str, a: Any, b: Any) -> Any:
     x, y, ty = common(a, b, SYMBOLS[op])
     if ty.is_float:
         return Scalar(ops.cmpf(_CMPF[op], x.value, y.value), boolean)
-    return Scalar(ops.cmpi(_CMPI[(op, ty.is_signed or ty.is_bool)], x.value, y.value), boolean)
+    # A bool is i1, whose signed reading of True is -1: ordering it unsigned gives Python's False < True.
+    return Scalar(ops.cmpi(_CMPI[(op, ty.is_signed and not ty.is_bool)], x.value, y.value), boolean)
 
 
 def unary(op: str, a: Any) -> Any:
