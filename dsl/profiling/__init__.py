@@ -22,18 +22,21 @@ instruction to its Python line.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dsl.profiling.records import KernelProfile, LineProfile, ProfileReport
 
 __all__ = ["KernelProfile", "LineProfile", "ProfileReport", "profile"]
 
 
-def profile(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+def profile(fn: Any, *args: Any, **kwargs: Any) -> ProfileReport | None:
     """`dsl.profile(fn, *args)`: this call of the jit function `fn` profiled on the GPU.
 
     Nsight Compute needs to start the process it profiles, so this re-runs the current script
     (same interpreter, arguments and working directory) under `ncu`; in that run, this same
     call profiles itself and the script stops there. Side effects before the call happen twice.
-    Returns a `ProfileReport`; raises `ProfilerUnavailable` when there is no GPU or no `ncu`."""
+    Returns a `ProfileReport` (None inside the run under ncu, which stops right after the call);
+    raises `ProfilerUnavailable` when there is no GPU or no `ncu`."""
     from dsl.profiling.run import profile_call
 
     return profile_call(fn, args, kwargs)

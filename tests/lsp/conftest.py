@@ -60,6 +60,21 @@ def make_client() -> LanguageClient:
     return client
 
 
+def make_asking_client(choose: Callable[[types.ShowMessageRequestParams], types.MessageActionItem | None]
+                       ) -> LanguageClient:
+    """A client that answers `window/showMessageRequest` with `choose(params)` (None: dismissed,
+    as VS Code answers a closed question) and keeps each question in `client.asked`."""
+    client = make_client()
+    client.asked = []  # type: ignore[attr-defined]
+
+    def answer(ls: LanguageClient, params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+        client.asked.append(params)  # type: ignore[attr-defined]
+        return choose(params)
+
+    client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)(answer)
+    return client
+
+
 @pytest_lsp.fixture(
     config=ClientServerConfig(server_command=[sys.executable, "-m", "lsp"], client_factory=make_client)
 )

@@ -15,21 +15,13 @@ from pygls import uris
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from dsl.runtime import driver
-from tests.lsp.conftest import CAPABILITIES, ROOT, TEST_OPTIONS, make_client, open_file
+from tests.lsp.conftest import CAPABILITIES, ROOT, TEST_OPTIONS, make_asking_client, open_file
 
 pytestmark = pytest.mark.skipif(driver.available(), reason="a GPU is attached: Run on GPU runs there")
 
 
-def _dismiss(client: LanguageClient, params: types.ShowMessageRequestParams) -> None:
-    client.asked.append(params)  # type: ignore[attr-defined]
-    return None
-
-
 def make_dismissing_client() -> LanguageClient:
-    client = make_client()
-    client.asked = []  # type: ignore[attr-defined]
-    client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)(_dismiss)
-    return client
+    return make_asking_client(lambda params: None)
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "lsp"],

@@ -17,7 +17,7 @@ from pygls import uris
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from dsl.runtime import driver
-from tests.lsp.conftest import CAPABILITIES, ROOT, TEST_OPTIONS, initialize, make_client, open_file, read, tdi
+from tests.lsp.conftest import CAPABILITIES, ROOT, TEST_OPTIONS, initialize, make_asking_client, open_file, read, tdi
 
 RIGHT = "@dsl.jit(reference=lambda x, y, a, BLOCK: {'y': a * x + y})\n"
 VERDICT = re.compile(r"run_saxpy on the CPU \(interpreter\): ran in \d+ ms; y \(4096,\) float32: min -?[\d.]+, "
@@ -71,16 +71,8 @@ async def test_an_untrusted_workspace_interprets_nothing(client):
 
 # -- where no GPU is attached --------------------------------------------------------------------
 
-def _answer_run_on_cpu(client: LanguageClient, params: types.ShowMessageRequestParams) -> types.MessageActionItem:
-    client.asked.append(params)  # type: ignore[attr-defined]
-    return params.actions[0]
-
-
 def make_answering_client() -> LanguageClient:
-    client = make_client()
-    client.asked = []  # type: ignore[attr-defined]
-    client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)(_answer_run_on_cpu)
-    return client
+    return make_asking_client(lambda params: params.actions[0])  # "Run on CPU (interpreter)"
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "lsp"],
