@@ -11,7 +11,10 @@ A run goes through four rooms, in the order data flows:
 - `analysis`: raw actions -> `KernelProfile`s: duration, DRAM bandwidth, SM and tensor-pipe
   throughput, occupancy, hit rates, the limiter in words, and per line the share of warp
   stall samples with the top reasons, instructions executed, global sectors per request and
-  shared-memory bank conflicts (`records` holds the types and their JSON schema);
+  shared-memory bank conflicts (`records` holds the types and their JSON schema); and the
+  roofline: `flops` counts each launch's FLOPs per kind of work and its DRAM bytes, `peaks`
+  holds each GPU's roofs, `roofline` places the launch under them (in words, and as an SVG
+  picture for the editor's hover);
 - `compare` and `table`: the CI gate against a baseline, and the terminal table.
 
 `kdsl profile FILE::JIT` (`dsl.cli_profile`), `dsl.profile(fn, *args)` and the editor's

@@ -27,7 +27,10 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from dsl.profiling.flops import dram_bytes, flops_by_kind
+from dsl.profiling.peaks import PEAK_METRICS, peaks_for
 from dsl.profiling.records import InstructionSamples, KernelProfile, LineProfile
+from dsl.profiling.roofline import make_roofline
 
 RawAction = dict[str, Any]
 
@@ -241,8 +244,9 @@ def instruction_samples(raw: RawAction) -> list[InstructionSamples]:
     return out
 
 
-def kernel_profile(raw: RawAction, launch: int, sources: dict[str, list[str]] | None = None) -> KernelProfile:
-    """One launch's summary and lines."""
+def kernel_profile(raw: RawAction, launch: int, sources: dict[str, list[str]] | None = None,
+                   device: str = "") -> KernelProfile:
+    """One launch's summary, lines and roofline (under `device`'s roofs: `dsl.profiling.peaks`)."""
     metrics = raw.get("metrics", {})
     lines = line_profiles(raw, sources)
     samples: dict[str, float] = defaultdict(float)
@@ -254,6 +258,12 @@ def kernel_profile(raw: RawAction, launch: int, sources: dict[str, list[str]] | 
     bandwidth = _figure(metrics, "dram_bytes_per_s")
     static, dynamic = _figure(metrics, "smem_static"), _figure(metrics, "smem_dynamic")
     dram, memory, sm, tensor = (_figure(metrics, key) for key in ("dram_pct", "memory_pct", "sm_pct", "tensor_pct"))
+    work = flops_by_kind(raw)
+    moved = dram_bytes(metrics, duration, bandwidth)
+    flops = None if work is None else sum(work.values())
+    measured = {name: float(metrics[name]) for name in PEAK_METRICS if isinstance(metrics.get(name), int | float)}
+    roofline = None if work is None else make_roofline(work, moved, None if duration is None else duration * 1e-9,
+                                                       peaks_for(device, measured))
     return KernelProfile(
         name=str(raw.get("name", "?")), launch=launch,
         grid=_int(_figure(metrics, "grid")), block=_int(_figure(metrics, "block")),
@@ -268,4 +278,7 @@ def kernel_profile(raw: RawAction, launch: int, sources: dict[str, list[str]] | 
         limiter=limiter(dram, memory, sm, tensor, top),
         lines=lines,
         sass=instruction_samples(raw),
+        dram_bytes=moved, flops=flops, flops_by_kind=work or {},
+        arithmetic_intensity=flops / moved if flops is not None and moved else None,
+        roofline=roofline,
     )

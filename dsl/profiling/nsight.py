@@ -24,6 +24,7 @@ from typing import Any
 
 from dsl import environment
 from dsl.profiling.analysis import ALL_KERNEL_METRICS, PER_PC_METRICS, RawAction
+from dsl.profiling.flops import OPTIONAL_METRICS
 
 SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "MemoryWorkloadAnalysis", "SourceCounters",
             "WarpStateStats")
@@ -76,12 +77,19 @@ def require_ncu() -> str:
     return ncu
 
 
-def command(ncu: str, report: str, child: list[str]) -> list[str]:
-    """The ncu command line that profiles `child`'s profiling range into `report` (.ncu-rep)."""
+def command(ncu: str, report: str, child: list[str], optional: bool = True) -> list[str]:
+    """The ncu command line that profiles `child`'s profiling range into `report` (.ncu-rep),
+    with the roofline's counters unless `optional` is false."""
     sections = [arg for name in SECTIONS for arg in ("--section", name)]
+    metrics = (*ALL_KERNEL_METRICS, *OPTIONAL_METRICS) if optional else ALL_KERNEL_METRICS
     return [ncu, "--clock-control", "none", "--profile-from-start", "off", "--import-source", "yes",
-            *sections, "--metrics", ",".join(ALL_KERNEL_METRICS), "--target-processes", "all",
+            *sections, "--metrics", ",".join(metrics), "--target-processes", "all",
             "--force-overwrite", "--export", report, *child]
+
+
+def _unknown_metric(said: str) -> bool:
+    """ncu refused a metric name (`==ERROR== Failed to find metric ...` and its kin)."""
+    return any(line.startswith("==ERROR==") and "metric" in line.lower() for line in said.splitlines())
 
 
 def run_under_ncu(child: list[str], report: str, env: dict[str, str] | None = None,
@@ -92,6 +100,10 @@ def run_under_ncu(child: list[str], report: str, env: dict[str, str] | None = No
     done = subprocess.run(command(ncu, report, child), capture_output=True, text=True, env=env, cwd=cwd,
                           timeout=TIME_LIMIT_S, stdin=subprocess.DEVNULL)
     said = done.stdout + done.stderr
+    if _unknown_metric(said):  # this ncu lacks a roofline counter: profile without them
+        done = subprocess.run(command(ncu, report, child, optional=False), capture_output=True, text=True, env=env,
+                              cwd=cwd, timeout=TIME_LIMIT_S, stdin=subprocess.DEVNULL)
+        said = done.stdout + done.stderr
     for problem in ("ERR_NVGPUCTRPERM", "No CUDA-capable device", "LibraryNotLoaded", "no kernels were profiled",
                     "Failed to initialize the profiler"):
         if problem in said:
@@ -136,7 +148,7 @@ def _sass(action: Any, pc: int) -> str:
 
 def _raw_action(action: Any) -> RawAction:
     metrics: dict[str, Any] = {}
-    for name in ALL_KERNEL_METRICS:
+    for name in (*ALL_KERNEL_METRICS, *OPTIONAL_METRICS):
         metric = action.metric_by_name(name)
         if metric is not None:
             metrics[name] = _value(metric)

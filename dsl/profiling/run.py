@@ -56,8 +56,9 @@ def _sources(actions: list[RawAction], path: str, source: str | None) -> dict[st
     return out
 
 
-def _profile(child: list[str], request: dict[str, Any], function: str, file: str,
-             env_request: bool = False, cwd: str | None = None) -> ProfileReport:
+def _run(child: list[str], request: dict[str, Any], function: str, env_request: bool = False,
+         cwd: str | None = None) -> tuple[str, list[RawAction]]:
+    """(device name, raw actions) of `child` run under ncu."""
     _require_gpu()
     ncu = require_ncu()
     with tempfile.TemporaryDirectory(prefix="kdsl-profile-") as tmp:
@@ -78,9 +79,21 @@ def _profile(child: list[str], request: dict[str, Any], function: str, file: str
         device, actions = read_report(report + ".ncu-rep", ncu)
     if not actions:
         raise ProfileFailed(f"{function}: the call launched no kernel that Nsight Compute profiled")
+    return device, actions
+
+
+def _profile(child: list[str], request: dict[str, Any], function: str, file: str,
+             env_request: bool = False, cwd: str | None = None) -> ProfileReport:
+    device, actions = _run(child, request, function, env_request, cwd)
     sources = _sources(actions, file, request.get("source"))
-    kernels = [kernel_profile(raw, i, sources) for i, raw in enumerate(actions)]
+    kernels = [kernel_profile(raw, i, sources, device) for i, raw in enumerate(actions)]
     return ProfileReport(function=function, file=file, device=device, kernels=kernels)
+
+
+def _target_request(path: str, function: str, example: int | None, device: int,
+                    source: str | None) -> dict[str, Any]:
+    return {"path": os.path.abspath(path), "function": function, "example": example, "device": device,
+            "source": source}
 
 
 def profile_function(path: str, function: str, *, example: int | None = None, device: int = 0,
@@ -88,9 +101,16 @@ def profile_function(path: str, function: str, *, example: int | None = None, de
     """`function` (a `@dsl.jit` function of the file at `path`, or of `source` standing for
     it) profiled on GPU `device`, on its `example`-th `examples=` entry or the inputs *Run on
     GPU* makes."""
-    path = os.path.abspath(path)
-    request = {"path": path, "function": function, "example": example, "device": device, "source": source}
-    return _profile([sys.executable, "-m", "dsl.profiling.target"], request, function, path)
+    request = _target_request(path, function, example, device, source)
+    return _profile([sys.executable, "-m", "dsl.profiling.target"], request, function, request["path"])
+
+
+def raw_profile(path: str, function: str, *, example: int | None = None,
+                device: int = 0) -> tuple[str, list[RawAction]]:
+    """What `profile_function` reads from the report, before analysis: (device name, one
+    `RawAction` per launch). The profiler's test fixtures are these (tests/profiling/record_fixtures.py)."""
+    request = _target_request(path, function, example, device, None)
+    return _run([sys.executable, "-m", "dsl.profiling.target"], request, function)
 
 
 def _name(fn: Any) -> str:

@@ -1,10 +1,11 @@
-"""The terminal form of a `ProfileReport`: each launch's summary, then its hottest lines."""
+"""The terminal form of a `ProfileReport`: each launch's summary and roofline, then its hottest lines."""
 
 from __future__ import annotations
 
 import os
 
 from dsl.profiling.records import KernelProfile, LineProfile, ProfileReport
+from dsl.profiling.roofline import roofline_note
 
 
 def _pct(value: float | None) -> str:
@@ -58,7 +59,7 @@ def format_report(report: ProfileReport, max_lines: int = 12) -> str:
         shape = f"grid {k.grid} x block {k.block}" if k.grid is not None else ""
         duration = f"{k.duration_us:.2f} us" if k.duration_us is not None else "-"
         out += ["", f"{k.name} (launch {k.launch}{', ' + shape if shape else ''}): {duration} · {k.limiter}",
-                "  " + summary(k)]
+                "  " + summary(k), "  " + roofline_note(k)]
         rows = [line for line in k.lines if line.samples or line.instructions][:max_lines]
         if not rows:
             continue

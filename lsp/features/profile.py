@@ -8,7 +8,13 @@ user's module runs there, and ncu under it), with work-done progress. Its answer
 - inlay hints at the end of the hot lines of the profiled file ("31% stalls · long
   scoreboard"), the lines holding at least `HOT_SHARE` of a kernel's warp samples, or its
   hottest `MAX_HINTS`;
-- the kernel's hover gains the speed-of-light summary and the limiter;
+- the kernel's hover gains the speed-of-light summary, the limiter and the roofline in words
+  (`AI 0.0139 FLOP/B · ... · memory-bound`); for a client whose markdown renders images, also the
+  roofline picture, an SVG in a `data:image/svg+xml;base64,` URI (VS Code allows data URIs in a
+  hover's images, and they need no file the client could not read: the server may be remote). A
+  client says it renders them by naming its markdown parser "marked" (LSP's
+  `general.markdown`: vscode-languageclient does); other clients (Neovim, Helix, Emacs) would
+  show the URI as text, so they get the words only;
 - the SASS view (`kdsl/ir`, stage "sass") ends each sampled instruction's line with its
   samples and top stall;
 - a hint whose line's text changed since the profile is dropped; one on a line that still
@@ -24,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from dsl.profiling.records import KernelProfile, LineProfile, ProfileReport
+from dsl.profiling.roofline import data_uri, roofline_note, roofline_svg
 from dsl.profiling.table import line_note, summary
 from lsp.convert import to_lsp_position
 from lsp.text_model import line_content
@@ -41,18 +48,27 @@ MAX_HINTS = 8
 
 @dataclass
 class Profiled:
-    """A document's latest profile: the report, the version it ran, and the text of its lines."""
+    """A document's latest profile: the report, the version it ran, the text of its lines, and
+    whether the client that asked for it renders images in its hovers."""
 
     report: ProfileReport
     version: int
     lines: dict[int, str]  # 1-based line -> its text when profiled
+    images: bool = False
 
 
 _profiles: dict[str, Profiled] = {}  # uri -> the latest profile (one server per process)
 
 
-def remember(uri: str, report: ProfileReport, version: int, lines: Sequence[str]) -> None:
-    _profiles[uri] = Profiled(report, version, {k + 1: line_content(t) for k, t in enumerate(lines)})
+def remember(uri: str, report: ProfileReport, version: int, lines: Sequence[str], images: bool = False) -> None:
+    _profiles[uri] = Profiled(report, version, {k + 1: line_content(t) for k, t in enumerate(lines)}, images)
+
+
+def renders_images(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether the client's markdown shows images: it names its parser "marked" (VS Code's)."""
+    general = capabilities.general if capabilities is not None else None
+    markdown = general.markdown if general is not None else None
+    return markdown is not None and markdown.parser.lower() == "marked"
 
 
 def forget(uri: str) -> None:
@@ -112,8 +128,20 @@ def kernel_hover(uri: str, name: str) -> str | None:
     parts = [f"**Profiled on {found.report.device}** ({found.report.function}):"]
     for k in kernels:
         duration = f"{k.duration_us:.2f} us" if k.duration_us is not None else "-"
-        parts.append(f"- `{k.name}` launch {k.launch}: {duration} · {k.limiter}  \n  {summary(k)}")
+        parts.append(f"- `{k.name}` launch {k.launch}: {duration} · {k.limiter}  \n  {summary(k)}  \n"
+                     f"  {roofline_note(k)}")
+        if found.images and k.roofline is not None and k.arithmetic_intensity:
+            parts.append(f"\n  {roofline_image(k, found.report.device)}\n")
     return "\n".join(parts)
+
+
+def roofline_image(kernel: KernelProfile, device: str) -> str:
+    """The kernel's roofline picture as a markdown image (a data URI: see the module docstring)."""
+    assert kernel.roofline is not None and kernel.arithmetic_intensity
+    title = f"{kernel.name} on {device or 'the GPU'}: {kernel.roofline.bound}-bound"
+    svg = roofline_svg(kernel.roofline, kernel.arithmetic_intensity, title)
+    alt = f"roofline of {kernel.name}".replace("[", "(").replace("]", ")")
+    return f"![{alt}]({data_uri(svg)})"
 
 
 _SECTION = re.compile(r"^//-+ \.text\.(\S+)")
@@ -157,7 +185,7 @@ async def profile_function(ls: KdslLanguageServer, uri: str, name: str) -> dict[
         report = ProfileReport.from_json(result.get("profile"))  # type: ignore[arg-type]
     except ValueError as err:
         return {"ok": False, "message": f"{name}: the profile could not be read: {err}"}
-    remember(uri, report, version, text.splitlines())
+    remember(uri, report, version, text.splitlines(), renders_images(ls.client_capabilities))
     workspace = ls.client_capabilities.workspace
     if workspace is not None and workspace.inlay_hint is not None and workspace.inlay_hint.refresh_support:
         ls.workspace_inlay_hint_refresh(None)

@@ -2,11 +2,14 @@
 hot lines, the kernel's hover), going stale as the text changes.
 
 Fixtures: data/saxpy.py for the command; the hints are made from the profile of
-tests/profiling/planted.py recorded on an H200 (tests/profiling/data/run_strided.raw.json).
+tests/profiling/planted.py recorded on an H200 (tests/profiling/data/run_strided.raw.json); the
+roofline in the hover from the same profile (its FLOP counters, recorded with it) and, for a
+profile an older kdsl made, without them (tests/profiling/recorded.py).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from dsl.profiling.records import ProfileReport
 from dsl.runtime import driver
 from lsp.features import profile
 from tests.lsp.conftest import initialize, open_file, tdi
+from tests.profiling.recorded import with_roofline_counters, without_roofline_counters
 
 PROFILING = Path(__file__).resolve().parents[1] / "profiling"
 PLANTED = (PROFILING / "planted.py").read_text().splitlines()
@@ -48,7 +52,7 @@ def test_hot_lines_get_hints_that_go_stale_and_go_away():
         assert hot.line - 1 not in {h.position.line for h in gone} and len(gone) == len(hints) - 1
         hover = profile.kernel_hover(uri, "strided")
         assert hover is not None and hover.startswith("**Profiled on NVIDIA H200** (run_strided):")
-        assert "memory-bound: 81% of DRAM peak" in hover and "DRAM 3.90 TB/s (81% of peak)" in hover
+        assert "memory-bound: 81% of DRAM peak" in hover and "DRAM 3.91 TB/s (81% of peak)" in hover
     finally:
         profile.forget(uri)
 
@@ -111,3 +115,47 @@ def test_the_sass_view_shows_each_sampled_instructions_samples():
     finally:
         profile.forget(uri)
 
+
+def roofline_report() -> ProfileReport:
+    device, action = with_roofline_counters("run_strided")
+    return ProfileReport("run_strided", "planted.py", device, [kernel_profile(action, 0, {"planted.py": PLANTED},
+                                                                              device)])
+
+
+def test_the_kernels_hover_has_the_roofline_in_words_and_for_vs_code_in_a_picture():
+    uri = "file:///w/planted.py"
+    report = roofline_report()
+    try:
+        profile.remember(uri, report, 1, PLANTED, images=True)
+        hover = profile.kernel_hover(uri, "strided")
+        assert hover is not None
+        note = next(line.strip() for line in hover.split("\n") if line.strip().startswith("AI "))
+        assert note.endswith("TFLOP/s fp32 · 81% of the memory roof · memory-bound (ridge 14.0 FLOP/B)")
+        (image,) = [line.strip() for line in hover.split("\n") if line.strip().startswith("![")]
+        assert image.startswith("![roofline of strided](data:image/svg+xml;base64,") and image.endswith(")")
+        svg = base64.b64decode(image[len("![roofline of strided](data:image/svg+xml;base64,"):-1]).decode()
+        assert svg.startswith("<svg ") and "strided on NVIDIA H200: memory-bound" in svg
+        assert len(hover) < 20_000  # VS Code cuts a hover's markdown at 100,000 characters
+        profile.remember(uri, report, 1, PLANTED, images=False)  # another editor: the words only
+        words = profile.kernel_hover(uri, "strided")
+        assert words is not None and "data:image" not in words and note in words
+        device, action = without_roofline_counters("run_strided")
+        older_report = ProfileReport("run_strided", "planted.py", device,
+                                     [kernel_profile(action, 0, {"planted.py": PLANTED}, device)])
+        profile.remember(uri, older_report, 1, PLANTED, images=True)  # profiled before the counters
+        older = profile.kernel_hover(uri, "strided")
+        assert older is not None and "data:image" not in older
+        assert ("roofline: this profile has no FLOP counts (an older kdsl made it, or its ncu lacked the "
+                "counters): profile again") in older
+    finally:
+        profile.forget(uri)
+
+
+def test_only_a_client_whose_markdown_is_marked_gets_pictures():
+    """vscode-languageclient sends `general.markdown = {parser: "marked", version: "1.1.0"}`."""
+    vscode = types.ClientCapabilities(general=types.GeneralClientCapabilities(
+        markdown=types.MarkdownClientCapabilities(parser="marked", version="1.1.0")))
+    assert profile.renders_images(vscode)
+    assert not profile.renders_images(types.ClientCapabilities())
+    assert not profile.renders_images(types.ClientCapabilities(general=types.GeneralClientCapabilities(
+        markdown=types.MarkdownClientCapabilities(parser="Python-Markdown", version="3.2"))))

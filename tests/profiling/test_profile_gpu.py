@@ -60,6 +60,16 @@ def test_the_fma_chain_is_compute_bound():
     assert profiled("run_fma_chain")["limiter"].startswith("compute-bound")
 
 
+def test_the_roofline_counts_the_fma_chains_flops_by_hand_and_puts_it_right_of_the_ridge():
+    """2**20 threads, each: 4096 steps of two FMAs (2 FLOPs each), one multiply and one add."""
+    kernel = profiled("run_fma_chain")
+    assert kernel["flops"] == (1 << 20) * (4096 * 2 * 2 + 2), kernel["flops_by_kind"]
+    roofline = kernel["roofline"]
+    assert roofline["kind"] == "fp32" and roofline["bound"] == "compute"
+    assert roofline["ridge"] == pytest.approx(67.0 / 4.8, rel=1e-4)
+    assert kernel["arithmetic_intensity"] > roofline["ridge"]
+
+
 def test_the_table_names_the_lines_and_a_slower_kernel_fails_the_gate(tmp_path):
     baseline = tmp_path / "baseline.json"
     done = kdsl_profile(f"{PLANTED}::run_strided", "-o", str(baseline))
@@ -96,3 +106,7 @@ def test_dsl_profile_in_a_script_shows_the_tensor_pipe_of_the_hopper_gemm(tmp_pa
     assert kernel["name"] == "gemm_kernel"
     assert kernel["tensor_pipe_pct"] is not None and kernel["tensor_pipe_pct"] > 20
     assert any(line["file"].endswith("gemm_hopper.py") for line in kernel["lines"])
+    # the roofline's tensor work, read from the HGMMAs' shapes and executions: 2 M N K
+    tensor = kernel["flops_by_kind"].get("bf16/fp16 tensor")
+    assert tensor == pytest.approx(2 * 4096**3, rel=1e-3), (tensor, kernel["flops_by_kind"])
+    assert kernel["roofline"]["kind"] == "bf16/fp16 tensor" and kernel["roofline"]["bound"] == "compute"
