@@ -32,6 +32,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("KDSL_PURE_PYTHON", "switch", "launch through the Python launcher only (no C fast path)"),
     Variable("KDSL_NVTX", "switch", "wrap each launch in an NVTX range"),
     Variable("KDSL_FULL_TRACEBACK", "switch", "show kdsl's own frames in errors raised at a jit call"),
+    Variable("KDSL_DEBUG", "switch", "compile every kernel with device debug information for cuda-gdb (ptxas -g, "
+             "no optimisation)"),
     Variable("KDSL_INTERPRET", "switch", "run @dsl.jit calls in the interpreter, on the CPU, with NumPy arrays"),
     Variable("KDSL_NCU", "path", "the Nsight Compute `ncu` that `kdsl profile` runs (default: on PATH, then the "
                                  "CUDA toolkit's and /opt/nvidia/nsight-compute's)"),

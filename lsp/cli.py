@@ -1,5 +1,5 @@
-"""The `kdsl` command: `kdsl lint`, `kdsl lsp`, `kdsl ir`, `kdsl build`, `kdsl tune`, `kdsl export`
-and `kdsl profile`.
+"""The `kdsl` command: `kdsl lint`, `kdsl lsp`, `kdsl ir`, `kdsl build`, `kdsl tune`, `kdsl export`,
+`kdsl profile` and `kdsl debug`.
 
 Each subcommand lives in its own module and is imported only when chosen, so `kdsl lint`
 does not pay for pygls and `kdsl lsp` does not pay for the lint front end.
@@ -24,6 +24,8 @@ commands:
                  write jit functions as a C library (header, source, launch configs)
   profile FILE::JIT_FUNCTION
                  the GPU's counters for one call, per Python line (Nsight Compute)
+  debug          run the debug adapter over stdio (Debug Adapter Protocol; kernels on the
+                 CPU interpreter, stopped at their Python lines)
 
 `kdsl <command> --help` describes each command's options.
 """
@@ -95,9 +97,15 @@ def _run_export(argv: list[str]) -> int:
     return _call(main, argv, "kdsl export")
 
 
+def _run_debug(argv: list[str]) -> int:
+    from lsp.dap.server import main
+
+    return _call(main, argv, "kdsl debug")
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "lint": _run_lint, "lsp": _run_lsp, "ir": _run_ir, "build": _run_build, "tune": _run_tune,
-    "export": _run_export, "profile": _run_profile,
+    "export": _run_export, "profile": _run_profile, "debug": _run_debug,
 }
 
 

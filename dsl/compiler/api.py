@@ -18,6 +18,7 @@ from typing import Any
 
 from mlir import ir
 
+from dsl import environment
 from dsl.compiler import cache, relocation
 from dsl.compiler.access import TensorAccess, tensor_access
 from dsl.compiler.artifacts import CompiledFunction, KernelInfo
@@ -28,6 +29,7 @@ from dsl.compiler.resource_checks import resource_diagnostics
 from dsl.compiler.specs import resolve_params
 from dsl.diagnostics import CompileError, Diagnostic, DiagnosticError, DiagnosticSink, DiagnosticWarning, SourceRange
 from dsl.frontend import ops, trace_facts
+from dsl.frontend.debug_steps import stepping
 from dsl.frontend.kernel_tracer import TracedKernel, ensure_dynamic_smem_global, trace_kernel
 from dsl.frontend.params import ParamSpec
 from dsl.frontend.source import FunctionSource, function_source
@@ -65,6 +67,8 @@ class FunctionCompiler:
         self.symbols: set[str] = set()
         self.float_flags: dict[str, str] = {}  # gpu.func symbol -> its #arith.fastmath flags
         self.flush_to_zero: set[str] = set()  # gpu.func symbols compiled with ftz=True
+        # device debug information for cuda-gdb: `@kernel(debug=True)` or KDSL_DEBUG=1
+        self.device_debug = environment.switch("KDSL_DEBUG")
         self.access: dict[str, dict[str, TensorAccess]] = {}  # gpu.func symbol -> its tensors' accesses
         self._dynamic_smem: Any = None
         self._dynamic_smem_align = 16
@@ -154,6 +158,8 @@ class FunctionCompiler:
         self.float_flags[symbol] = float_flags(kernel.hints)
         if kernel.hints.get("ftz"):
             self.flush_to_zero.add(symbol)
+        if kernel.hints.get("debug"):
+            self.device_debug = True
         with self.context:
             traced = trace_kernel(kernel, src, specs, block, symbol, self.gpu_ip, target, self.sink,
                                   self._declare_dynamic_smem)
@@ -265,7 +271,8 @@ def _start_compile(fn: Any, args: tuple, kwargs: dict | None, target: str | None
 
     with recording as recorder:
         try:
-            launches, lower_build = _build(fn, kind, src, params, tgt, sink, until, options)
+            with stepping(options.debug_steps):
+                launches, lower_build = _build(fn, kind, src, params, tgt, sink, until, options)
         except Exception as err:
             return _done(*internal_error(err))
     facts = tuple(recorder.facts()) if recorder is not None else None
@@ -339,7 +346,7 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
         return [], failed
     tgt = fc.target  # a kernel written for sm_90a makes an sm_90 module sm_90a
     build = Build(fc.module, fc.context, tgt, def_range, options=options, float_flags=fc.float_flags,
-                  flush_to_zero=fc.flush_to_zero)
+                  flush_to_zero=fc.flush_to_zero, device_debug=fc.device_debug)
     assembles = until in ("cubin", "sass")
     launches = state.launches if state is not None else []
 
@@ -363,7 +370,7 @@ def _build(fn: Any, kind: str, src: FunctionSource, params: list[ParamSpec], tgt
     def lower() -> Callable[[], CompiledFunction | None]:
         if until != "traced" and not run("ptx" if assembles else until, start="lowered"):
             return lambda: None
-        if assembles and options.start_assembly is not None:
+        if assembles and options.start_assembly is not None and not build.device_debug:
             build.assembly = options.start_assembly(build.texts["ptx"], tgt.name)
         return finish
 

@@ -32,10 +32,15 @@ class BuildOptions:
     # one while ptxas runs in its own process; a cubin of None: the figures only, the cubin
     # is made on request (`CompiledFunction.assembled_cubin`)
     start_assembly: Callable[[str, str], Callable[[], tuple[bytes | None, dict[str, Resources], str]]] | None = None
+    # a marker before each kernel statement for the debugger (`dsl.frontend.debug_steps`): the
+    # interpreter's builds in a debug session
+    debug_steps: bool = False
 
     def cache_tag(self) -> str:
         """What distinguishes this build's result in the in-memory cache."""
         tag = "" if self.views else " without views"
+        if self.debug_steps:
+            tag += " with debug steps"
         if self.assembler is not None:
             tag += f" assembled by {self.assembler.__module__}.{self.assembler.__qualname__}"
         if self.start_assembly is not None:

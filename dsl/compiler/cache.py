@@ -143,6 +143,7 @@ def function_shape_key(fn: Any, src: Any, params: list[Any], target: str, until:
         "toolchain=" + toolchain_version(),
         "compiler=" + compiler_identity(),
         "assembler=" + environment.choice("KDSL_ASSEMBLER"),
+        "device_debug=" + str(environment.switch("KDSL_DEBUG")),
         "file=" + src.path,
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest(), places

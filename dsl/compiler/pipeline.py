@@ -30,7 +30,7 @@ from dsl.diagnostics import Diagnostic, SourceRange
 # #nvvm.target attribute in Python imports the NVVM dialect's Python module (tens of ms in a
 # cold process), which nothing else on the way to a cubin needs.
 LOWERING = (
-    "builtin.module(nvvm-attach-target{{chip={chip} O=3 features=+ptx{ptx}}},"
+    "builtin.module(nvvm-attach-target{{chip={chip} O={opt} features=+ptx{ptx}}},"
     "gpu.module(canonicalize,cse,convert-scf-to-cf,convert-vector-to-llvm,"
     "convert-gpu-to-nvvm,convert-arith-to-llvm,convert-index-to-llvm,convert-math-to-llvm,"
     "canonicalize,cse,reconcile-unrealized-casts),"
@@ -57,6 +57,7 @@ class Build:
     options: BuildOptions = field(default_factory=BuildOptions)
     float_flags: dict[str, str] = field(default_factory=dict)  # gpu.func symbol -> #arith.fastmath flags
     flush_to_zero: set[str] = field(default_factory=set)  # kernels compiled with ftz=True
+    device_debug: bool = False  # keep the DWARF sections and assemble with `ptxas -g` (cuda-gdb)
     texts: dict[str, str] = field(default_factory=dict)
     maps: dict[str, SourceMap] = field(default_factory=dict)
     resources: dict[str, Resources] = field(default_factory=dict)
@@ -123,7 +124,9 @@ def stage_lowered(build: Build) -> None:
     apply_float_flags(lowered, build.float_flags)  # FMA contraction and fast-math: per kernel
     correctly_rounded_sqrt(lowered, build.float_flags)
     try:
-        lowering = LOWERING.format(chip=build.target.name, ptx=build.target.ptx_version)
+        # a device-debug build keeps each statement's code at its line: LLVM does not optimise either
+        lowering = LOWERING.format(chip=build.target.name, ptx=build.target.ptx_version,
+                                   opt=0 if build.device_debug else 3)
         PassManager.parse(lowering, build.context).run(lowered.operation)
     except ir.MLIRError as err:
         raise _mlir_errors(build, "DSL402", "lowering to NVVM failed", err) from None
@@ -237,7 +240,8 @@ def stage_ptx(build: Build) -> None:
         raise _mlir_errors(build, "DSL402", "PTX generation failed", err) from None
     binary = next(op for op in module.body.operations if op.operation.name == "gpu.binary")
     ptx = ObjectAttr(binary.attributes["objects"][0]).object.decode()
-    ptx = toolchain.strip_debug_sections(ptx)
+    if not build.device_debug:
+        ptx = toolchain.strip_debug_sections(ptx)
     build.texts["ptx"] = ptx
     if build.options.views:
         build.maps["ptx"] = source_maps.ptx_map(ptx)
@@ -246,7 +250,10 @@ def stage_ptx(build: Build) -> None:
 def stage_cubin(build: Build) -> None:
     try:
         options = build.options
-        if build.assembly is not None:
+        if build.device_debug:  # only the toolkit's ptxas assembles with device debug information
+            cubin, resources, _log = toolchain.assemble(build.texts["ptx"], build.target.name,
+                                                        options.while_assembling, device_debug=True)
+        elif build.assembly is not None:
             cubin, resources, _log = build.assembly()
         elif options.assembler is not None:
             cubin, resources, _log = options.assembler(build.texts["ptx"], build.target.name)

@@ -136,8 +136,11 @@ def parse_ptxas_info(text: str) -> dict[str, Resources]:
 
 
 def assemble(ptx: str, arch: str, while_running: Callable[[], None] | None = None, *,
-             timeout: float | None = None) -> tuple[bytes, dict[str, Resources], str]:
+             timeout: float | None = None, device_debug: bool = False) -> tuple[bytes, dict[str, Resources], str]:
     """Runs ptxas: returns (cubin, resources per kernel, ptxas log).
+
+    `device_debug`: `-g`, device debug information without optimisation (what cuda-gdb
+    needs to stop at lines and step), instead of `-O3 -lineinfo`.
 
     `while_running` is called once ptxas has started, to use the time its process takes;
     past `timeout` seconds ptxas is killed and that is a `ToolError`.
@@ -148,7 +151,8 @@ def assemble(ptx: str, arch: str, while_running: Callable[[], None] | None = Non
     with tempfile.TemporaryDirectory(prefix="kdsl-") as tmp:
         src, dst = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
         src.write_text(ptx)
-        proc = subprocess.Popen([path, f"-arch={arch}", "-O3", "-v", "-lineinfo", str(src), "-o", str(dst)],
+        optimise = ["-g"] if device_debug else ["-O3", "-lineinfo"]
+        proc = subprocess.Popen([path, f"-arch={arch}", *optimise, "-v", str(src), "-o", str(dst)],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             if while_running is not None:

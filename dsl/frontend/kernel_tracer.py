@@ -443,7 +443,7 @@ def trace_kernel(
     tracer.flush_to_zero = bool(hints.get("ftz"))
     tracer.declare_dynamic_smem = declare_dynamic_smem
     fn = kfn.fn
-    tracer.frames.append(Frame(file, env, {**fn.__globals__, **closure_vars(fn)}))
+    tracer.frames.append(Frame(file, env, {**fn.__globals__, **closure_vars(fn)}, name=fn.__name__))
     tracer.record_parameters(node)
     ok = True
     with ir.InsertionPoint(entry), location(file.range_of(node)), A.target_scope(target):

@@ -184,6 +184,7 @@ _HINT_CHECKS = {
     "fastmath": _bool_hint,
     "contract": _bool_hint,
     "ftz": _bool_hint,
+    "debug": _bool_hint,
 }
 
 

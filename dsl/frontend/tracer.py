@@ -36,6 +36,7 @@ from dsl.frontend.control_flow import (
     assigned_names,
     fold_early_returns,
 )
+from dsl.frontend.debug_steps import stepping_traced, trace_step
 from dsl.frontend.source import SourceFile, closure_vars, function_source, is_user_function, location
 from dsl.frontend.structured import StructuredControlFlow
 from dsl.frontend.values import (
@@ -74,6 +75,8 @@ class Frame:
     # per enclosing statement: can anything after it read the exit flags? (statements follow
     # it, or a loop re-tests them); flags nobody reads are not merged into `scf.if` results
     tail: list[bool] = field(default_factory=list)
+    name: str = ""  # the function's name, as a debugger's stack shows it
+    call_range: SourceRange | None = None  # where the caller called this helper (None: the kernel)
 
     def __post_init__(self) -> None:
         self.env.setdefault(RETURN_FLAG, False)
@@ -102,6 +105,7 @@ class Tracer(StructuredControlFlow):
         self.failed = False
         self.facts = trace_facts.current()  # what the editor learns of each name (None: nobody asked)
         self._locations: dict[tuple[int, int], tuple[Any, ast.AST, Any]] = {}  # see `loc`
+        self.debug_steps = self.mode == "kernel" and stepping_traced()  # a marker before each statement
 
     # ----- frames, ranges, locations ---------------------------------------------------
     @property
@@ -212,6 +216,8 @@ class Tracer(StructuredControlFlow):
         if method is None:
             raise self.fail("DSL302", stmt, f"'{_describe(stmt)}' is not supported in DSL functions")
         with self.loc(stmt):
+            if self.debug_steps and not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+                trace_step(self, stmt)  # a docstring (or a bare constant) is no place to stop
             try:
                 self.wrap(stmt, lambda: method(stmt))
             except (DiagnosticError, _Cascade):
@@ -720,7 +726,8 @@ class Tracer(StructuredControlFlow):
             raise self.fail("DSL302", node, "helper calls nest too deeply (recursion is not supported)")
         env = dict(bound.arguments)
         globals_ = {**fn.__globals__, **closure_vars(fn)}
-        frame = Frame(src.file, env, globals_, call_loc=self.loc(node), tail=[True])  # inline() reads the flag
+        frame = Frame(src.file, env, globals_, call_loc=self.loc(node), tail=[True],  # inline() reads the flag
+                      name=fn.__name__, call_range=self.range(node))
         self.frames.append(frame)
         try:
             self.run_block(src.node.body)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dsl.diagnostics import Diagnostic, Related, SourceRange
+from dsl.interpreter import stepping
 from dsl.interpreter.lanes import Lanes
 from dsl.interpreter.memory import SHARED_ALIGN, SHARED_BASE, UNINITIALIZED, Region, SharedWindow
 from dsl.interpreter.program import Program, RunError
@@ -80,6 +81,22 @@ def run_launch(program: Program, grid: tuple[int, int, int], block: tuple[int, i
     threads = math.prod(block)
     if threads == 0 or math.prod(grid) == 0:
         return
+    hook = stepping.current()
+    if hook is None:
+        _run_launch(program, grid, block, smem, args, names, kernel=kernel, launch=launch, out=out,
+                    breakpoints=breakpoints, cluster=cluster)
+        return
+    info = stepping.LaunchInfo(kernel, grid, block, smem, names, launch, program)
+    hook.launch(info)
+    _run_launch(program, grid, block, smem, args, names, kernel=kernel, launch=launch, out=out,
+                breakpoints=breakpoints, cluster=cluster)
+    hook.launch_done(info)
+
+
+def _run_launch(program: Program, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+                args: list[Any], names: dict[str, Any], *, kernel: str, launch: SourceRange | None,
+                out: Any, breakpoints: Any, cluster: tuple[int, int, int] | None) -> None:
+    threads = math.prod(block)
     if program.independent_warps or (cluster is not None and math.prod(cluster) > 1):
         _run_by_warps(program, grid, block, smem, args, names, kernel=kernel, launch=launch, out=out,
                       breakpoints=breakpoints, cluster=cluster or (1, 1, 1))
@@ -98,7 +115,15 @@ def run_launch(program: Program, grid: tuple[int, int, int], block: tuple[int, i
             try:
                 program.body.run(st)
             except RunError as err:
+                _tell_debugger(err, st)
                 raise _fault(err, st, kernel, grid, block, smem, launch) from None
+
+
+def _tell_debugger(err: RunError, st: Lanes) -> None:
+    """A fault, to the attached debugger (if one is) while the failing lanes' state is at hand."""
+    hook = stepping.current()
+    if hook is not None:
+        hook.fault(err, st)
 
 
 def _start(st: Lanes, program: Program, args: list[Any], names: dict[str, Any], out: Any, breakpoints: Any) -> None:
@@ -147,6 +172,7 @@ def _run_by_warps(program: Program, grid: tuple[int, int, int], block: tuple[int
                 try:
                     program.body.run(st)
                 except RunError as err:
+                    _tell_debugger(err, st)
                     raise _fault(err, st, kernel, grid, block, smem, launch) from None
 
         error = run_block_by_warps(sync, run_warp)

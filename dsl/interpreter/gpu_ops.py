@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from dsl.interpreter import stepping
 from dsl.interpreter.lanes import WARP, Lanes
 from dsl.interpreter.memory import LaneFault
 from dsl.interpreter.program import Maker, OpInfo, Step
@@ -353,10 +354,13 @@ MAKERS["gpu.printf"] = _printf
 # --- breakpoint() -----------------------------------------------------------------------------
 
 def _marker(info: OpInfo) -> Step:
-    """The cast `breakpoint()` traces to (`dsl.frontend.intrinsic_ops`); any other is refused."""
+    """The cast `breakpoint()` traces to (`dsl.frontend.intrinsic_ops`), or a debugger's step
+    marker (`dsl.frontend.debug_steps`); any other is refused."""
     names = info.attr("kdsl.breakpoint")
     if names is None:
         raise info.refuse("an unresolved conversion cast")
+    if info.attr("kdsl.step") is not None:
+        return _step_marker(info)
     names = [n.value for n in names]
     constants = info.attr("kdsl.constants")
     known = {n.name: _attribute_value(n.attr) for n in constants} if constants is not None else {}
@@ -372,6 +376,42 @@ def _marker(info: OpInfo) -> Step:
         st.breakpoints(info, values, dict(zip(names, types)), known, tensor_names, st)
 
     return step
+
+
+def _step_marker(info: OpInfo) -> Step:
+    """A statement's step marker: handed to the attached debugger, if one is (`stepping`)."""
+    marker = _decode_step(info)
+
+    def step(st: Lanes) -> None:
+        hook = stepping.current()
+        if hook is not None and st.active().any():
+            hook.step(marker, st)
+
+    return step
+
+
+def _decode_step(info: OpInfo) -> stepping.StepMarker:
+    def split(key: str) -> tuple[int, str]:
+        depth, _, name = key.partition(":")
+        return int(depth), name
+
+    dtypes = {n.name: n.attr.value for n in info.attr("kdsl.types")}
+    shared = {}
+    for n in info.attr("kdsl.shared"):
+        dtype, shape, swizzle = n.attr.value.split(";")
+        shared[n.name] = (dtype, tuple(int(d) for d in shape.split("x") if d), int(swizzle))
+    values = []
+    for attr, slot, t in zip(info.attr("kdsl.breakpoint"), info.args, info.arg_types):
+        key = attr.value
+        depth, name = split(key)
+        values.append(stepping.NamedValue(depth, name, slot, t, dtypes.get(key, "ptr"), shared.get(key)))
+    stack = []
+    for entry in info.attr("kdsl.step"):
+        function, file, line = entry.value.split("\t")
+        stack.append(stepping.StackEntry(function, file, int(line)))
+    constants = {n.name: _attribute_value(n.attr) for n in info.attr("kdsl.constants")}
+    tensors = {n.name: n.attr.value for n in info.attr("kdsl.tensors")}
+    return stepping.StepMarker(info.where, tuple(stack), tuple(values), constants, tensors)
 
 
 def _attribute_value(attr: Any) -> Any:

@@ -132,8 +132,10 @@ def compile_for_interpreter(jit_fn: Any, args: tuple, kwargs: dict, target: str 
     warns with the other diagnostics, as a GPU call does."""
     from dsl.compiler.api import compile_function
     from dsl.compiler.build_options import BuildOptions
+    from dsl.interpreter import stepping
 
-    compiled, diags = compile_function(jit_fn, args, kwargs, target, until="ptx", options=BuildOptions(views=True))
+    options = BuildOptions(views=True, debug_steps=stepping.current() is not None)  # a debugger: step markers
+    compiled, diags = compile_function(jit_fn, args, kwargs, target, until="ptx", options=options)
     errors = [d for d in diags if d.is_error]
     if errors or compiled is None:
         raise CompileError(errors or diags)
@@ -174,10 +176,11 @@ def build(jit_fn: Any, args: tuple, kwargs: dict, target: str | None = None) -> 
 def interpreted(jit_fn: Any, args: tuple, kwargs: dict, tag: str = "") -> Interpreted:
     """The interpreted specialization a call with these arguments runs (built once).
     `tag` tells apart specializations the call's arguments do not (an autotuning config)."""
+    from dsl.interpreter import stepping
     from dsl.runtime import jit_call
 
     state = jit_call.state_of(jit_fn)
-    key = (jit_call.call_key(state, args, kwargs), tag)
+    key = (jit_call.call_key(state, args, kwargs), tag, stepping.current() is not None)
     cache = jit_fn.__dict__.setdefault("_kdsl_interpreted", {})
     spec = cache.get(key)
     if spec is None:

@@ -46,8 +46,9 @@ def _shape(rank: int) -> tuple[int, ...]:
     return (DEFAULT_1D,) if rank == 1 else DEFAULT_2D if rank == 2 else (16,) * rank
 
 
-def synthesize(jit_fn: Any, rng: np.random.Generator) -> tuple[list[Any], list[str]]:
-    """(call arguments, names of the tensor parameters) for one interpreted run."""
+def synthesize(jit_fn: Any, rng: np.random.Generator, example: int = 0) -> tuple[list[Any], list[str]]:
+    """(call arguments, names of the tensor parameters) for one interpreted run, typed by the
+    `example`-th `examples=` entry where there are any."""
     from dsl.compiler.api import parse_examples
     from dsl.compiler.specs import evaluate_annotation
     from dsl.language.types import ConstexprType, DType, TensorSpec, TensorType
@@ -55,8 +56,11 @@ def synthesize(jit_fn: Any, rng: np.random.Generator) -> tuple[list[Any], list[s
     sig = inspect.signature(jit_fn.fn)
     examples = parse_examples(jit_fn)
     given: dict[str, Any] = {}
+    if examples and not 0 <= example < len(examples):
+        raise ValueError(f"there is no example {example}: '{jit_fn.fn.__name__}' has {len(examples)} examples= "
+                         f"(0 to {len(examples) - 1})")
     if examples:
-        ex_args, ex_kwargs, _ = examples[0]
+        ex_args, ex_kwargs, _ = examples[example]
         given.update(zip(sig.parameters, ex_args))
         given.update(ex_kwargs)
     args: list[Any] = []
@@ -124,7 +128,8 @@ def statistics(name: str, array: np.ndarray) -> str:
     return f"{head}: {spread}, {bad}"
 
 
-def run_function(source: str, path: str, function: str, *, target: str | None = None) -> dict[str, Any]:
+def run_function(source: str, path: str, function: str, *, target: str | None = None,
+                 example: int = 0) -> dict[str, Any]:
     """Runs `function` (a `@dsl.jit` function of `source`) once in the interpreter.
 
     Returns {ok, message, correct, elapsed_ms, device}; `correct` is None without a reference,
@@ -140,7 +145,7 @@ def run_function(source: str, path: str, function: str, *, target: str | None = 
         return result
     rng = np.random.default_rng(0)
     try:
-        args, tensors = synthesize(fn, rng)
+        args, tensors = synthesize(fn, rng, example)
         inputs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         names = list(inspect.signature(fn.fn).parameters)
         call = dict(zip(names, args))  # by name: an autotuning config's values replace the defaults

@@ -1,5 +1,5 @@
 """Code lenses above each kernel and jit function: its resources, Compile, Run on GPU, Profile on
-GPU (`lsp.features.profile`), Show IR.
+GPU (`lsp.features.profile`), Debug on CPU, Show IR.
 
 A kernel runs only through a jit function that launches it, so a kernel's run lens runs that
 jit function ("Run on GPU: run_saxpy", the first in the file whose body calls the kernel) and a
@@ -7,6 +7,13 @@ kernel no jit function of the file launches has none.
 
 Once a GPU run of this server has found no GPU, "Run on GPU" becomes "Run on CPU (interpreter)"
 (`kdsl.runOnCpu`, `lsp.features.gpu_run`).
+
+"Debug on CPU" (`kdsl.debugFunction`, arguments `[uri, jitName]`) starts a debug session of the
+jit function in the CPU interpreter (`python -m lsp.dap`); like "Run on GPU" a kernel's lens runs
+the jit that launches it. Only a client that runs that command gets the lens: it says so in its
+client capabilities, `{"experimental": {"kdsl": {"debugLens": true}}}` (the VS Code extension
+does). A capability rather than a setting: it is what the client can do, not a choice of the
+user's, and it needs no `workspace/configuration` round.
 
 Positions come from the AST so lenses appear before anything compiled; the first lens shows
 the latest compiler report's resource summary (or why compiling failed). `kdsl.showIr` is
@@ -34,6 +41,8 @@ COMPILE = "kdsl.compile"
 RUN = "kdsl.run"
 RUN_ON_CPU = "kdsl.runOnCpu"
 SHOW_IR = "kdsl.showIr"
+DEBUG = "kdsl.debugFunction"  # a client-side command (the VS Code extension's), see `client_debugs`
+DEBUG_TITLE = "Debug on CPU"
 
 
 def summary(fn: FunctionReport | None, trusted: bool) -> str:
@@ -51,6 +60,13 @@ def summary(fn: FunctionReport | None, trusted: bool) -> str:
     if len(kernels) == 1:
         return kernels[0].resources.summary()  # type: ignore[union-attr]
     return "; ".join(f"{k.source_name}: {k.resources.summary()}" for k in kernels)  # type: ignore[union-attr]
+
+
+def client_debugs(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether the client runs `kdsl.debugFunction`: `experimental.kdsl.debugLens` is `true`."""
+    experimental = getattr(capabilities, "experimental", None)
+    kdsl = experimental.get("kdsl") if isinstance(experimental, dict) else None
+    return isinstance(kdsl, dict) and kdsl.get("debugLens") is True
 
 
 def launching_jits(functions: Sequence[DslFunction]) -> dict[str, str]:
@@ -73,8 +89,10 @@ def code_lenses(
     report: ModuleReport | None,
     trusted: bool,
     functions: list[DslFunction] | None = None,
+    debug: bool = False,
 ) -> list[types.CodeLens]:
-    """Up to four lenses per function of `functions` (default: those of `text`, then a string)."""
+    """Up to six lenses per function of `functions` (default: those of `text`, then a string);
+    "Debug on CPU" only with `debug` (the client runs `kdsl.debugFunction`)."""
     lines = source_lines(text)
     lenses: list[types.CodeLens] = []
     functions = dsl_functions(str(text), path) if functions is None else functions
@@ -90,6 +108,8 @@ def code_lenses(
             if not gpu_run.no_gpu_seen():
                 rows.append((profile.LENS_TITLE if runs == fn.name else f"{profile.LENS_TITLE}: {runs}",
                              profile.PROFILE, runs))
+            if debug:
+                rows.append((DEBUG_TITLE if runs == fn.name else f"{DEBUG_TITLE}: {runs}", DEBUG, runs))
         rows.append(("Show IR", SHOW_IR, fn.name))
         for title, command, target in rows:
             arguments = [uri, target] if command else None
@@ -113,4 +133,5 @@ def register(server: KdslLanguageServer) -> None:
         report = state.report if state.report is not None else await current_report(ls, uri)
         state = ls.documents.get(uri) or state
         functions = await state.index.functions_async(state.buffer, state.version, state.path)
-        return code_lenses(state.lines, state.path, uri, report, ls.settings.trusted, functions)
+        debug = client_debugs(ls.client_capabilities)
+        return code_lenses(state.lines, state.path, uri, report, ls.settings.trusted, functions, debug)

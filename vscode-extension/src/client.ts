@@ -10,6 +10,7 @@ import {
   RevealOutputChannelOn,
   type LanguageClientOptions,
   type ServerOptions,
+  type StaticFeature,
 } from 'vscode-languageclient/node';
 import { CapabilitiesCache, compareSettings, stageNamed } from './capabilities';
 import {
@@ -21,9 +22,10 @@ import {
   serverCommand,
   serverCwd,
   shellCommandLine,
+  type CommandLine,
   type ResolvedInterpreter,
 } from './interpreter';
-import type { Capabilities, StageInfo } from './protocol';
+import { withKdslCapabilities, type Capabilities, type StageInfo } from './protocol';
 import { ServerProcess } from './serverProcess';
 import {
   answerConfiguration,
@@ -83,21 +85,40 @@ function primaryResource(): vscode.Uri | undefined {
   return vscode.workspace.workspaceFolders?.[0]?.uri;
 }
 
-type CheckResult = { ok: true } | { ok: false; notFound: boolean; detail: string };
+/** How a check command ended: `code` is its exit status (undefined when it did not start or was killed). */
+export type CheckResult = { ok: true } | { ok: false; notFound: boolean; code?: number; detail: string };
 
-function checkKdslInstalled(python: string, cwd: string): Promise<CheckResult> {
-  const check = checkCommand(python);
+/** Runs a short check of the interpreter (`checkCommand`, `debugAdapterCheckCommand`) in `cwd`. */
+export function runCheck(check: CommandLine, cwd: string): Promise<CheckResult> {
   return new Promise((resolve) => {
     execFile(check.command, check.args, { cwd, timeout: CHECK_TIMEOUT_MS, windowsHide: true }, (error, _stdout, stderr) => {
       if (!error) {
         resolve({ ok: true });
         return;
       }
-      const notFound = (error as NodeJS.ErrnoException).code === 'ENOENT';
-      resolve({ ok: false, notFound, detail: (stderr || error.message).trim() });
+      const code = (error as { code?: unknown }).code; // an exit status, or a system error's name (ENOENT)
+      resolve({
+        ok: false,
+        notFound: code === 'ENOENT',
+        code: typeof code === 'number' ? code : undefined,
+        detail: (stderr || error.message).trim(),
+      });
     });
   });
 }
+
+/**
+ * Tells the server, in the client capabilities (`experimental.kdsl`), what this extension runs
+ * itself: `kdsl.debugFunction`, so the server adds the "Debug on CPU" code lens.
+ */
+const KDSL_CAPABILITIES: StaticFeature = {
+  fillClientCapabilities: (capabilities) => {
+    capabilities.experimental = withKdslCapabilities(capabilities.experimental);
+  },
+  initialize: () => undefined,
+  getState: () => ({ kind: 'static' }),
+  clear: () => undefined,
+};
 
 export class ServerManager implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -146,6 +167,14 @@ export class ServerManager implements vscode.Disposable {
   capabilities(): Promise<Capabilities> {
     const client = this.running;
     return client ? this.capabilityCache.get(client) : Promise.reject(new Error('the kdsl language server is not running'));
+  }
+
+  /**
+   * The Python interpreter the server runs in (or would, with the settings as they are now):
+   * the debug adapter (`<python> -m lsp.dap`) runs in the same one.
+   */
+  interpreter(): Promise<ResolvedInterpreter> {
+    return this.resolve(currentSettings());
   }
 
   /** A stage of the last server that answered, also while none runs. */
@@ -239,7 +268,7 @@ export class ServerManager implements vscode.Disposable {
     const cwd = serverCwd(trusted, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, this.context.extensionPath);
     this.output.appendLine(`Python interpreter: ${interpreter.python} (from ${describeSource(interpreter)})`);
 
-    const check = await checkKdslInstalled(interpreter.python, cwd);
+    const check = await runCheck(checkCommand(interpreter.python), cwd);
     if (!check.ok) {
       this.output.appendLine(check.detail);
       void this.offerFix(interpreter, check.notFound, check.detail);
@@ -287,6 +316,7 @@ export class ServerManager implements vscode.Disposable {
       },
     };
     const client = new LanguageClient('kdsl', 'kdsl', serverOptions, clientOptions);
+    client.registerFeature(KDSL_CAPABILITIES);
     this.client = client;
     const runsCode = settings.executeUserCode && trusted;
     this.output.appendLine(`Starting: ${shellCommandLine(server)} (runs your code: ${runsCode})`);

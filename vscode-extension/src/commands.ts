@@ -1,5 +1,6 @@
 // The client-side commands: Show IR, Compile Function, Run Function, Profile
-// Function on GPU, Restart. `kdsl.compile`, `kdsl.run` and `kdsl.profile` are the
+// Function on GPU, Debug on CPU (debugAdapter.ts starts the session), Restart.
+// `kdsl.compile`, `kdsl.run` and `kdsl.profile` are the
 // server's own commands; the client library registers them from the server's
 // executeCommandProvider.
 
@@ -8,11 +9,13 @@ import type { LanguageClient } from 'vscode-languageclient/node';
 import type { ServerManager } from './client';
 import { stageNamed } from './capabilities';
 import { commandNotice } from './commandResult';
+import { debugFunction } from './debugAdapter';
 import { availableStages, orderFunctions, stageDescription } from './functionPick';
 import { IR_SCHEME } from './irUri';
 import { IrViewManager, parseIrDocumentUri } from './irView';
 import {
   COMPILE_COMMAND,
+  DEBUG_FUNCTION_COMMAND,
   PROFILE_COMMAND,
   RUN_COMMAND,
   STAGES_REQUEST,
@@ -195,6 +198,37 @@ async function serverCommand(
   }
 }
 
+/**
+ * `kdsl.debugFunction [uri, jitName]` (the "Debug on CPU" lens): debugs the jit function on
+ * its examples in the CPU interpreter; without a function (the Command Palette) one of the
+ * file's jit functions is picked, the one at the cursor first.
+ */
+async function debugFunctionCommand(server: ServerManager, uriArg?: unknown, fnArg?: unknown): Promise<void> {
+  const uri = sourceUriFrom(uriArg);
+  if (!uri) {
+    void vscode.window.showInformationMessage('kdsl: open a Python file first.');
+    return;
+  }
+  let functionName = typeof fnArg === 'string' && fnArg !== '' ? fnArg : undefined;
+  if (functionName === undefined) {
+    const client = await requireClient(server);
+    if (!client) {
+      return;
+    }
+    try {
+      const functions = await listFunctions(client, uri);
+      functionName = (await pickFunction(functions.filter((f) => f.kind === 'jit'), uri, 'jit function'))?.name;
+    } catch (error) {
+      void vscode.window.showErrorMessage(`kdsl: could not list the functions: ${errorMessage(error)}`);
+      return;
+    }
+    if (functionName === undefined) {
+      return;
+    }
+  }
+  await debugFunction(vscode.Uri.parse(uri), functionName);
+}
+
 export function registerCommands(context: vscode.ExtensionContext, server: ServerManager, irView: IrViewManager): void {
   context.subscriptions.push(
     vscode.commands.registerCommand('kdsl.showIr', (uri?: unknown, fn?: unknown, stage?: unknown) =>
@@ -208,6 +242,9 @@ export function registerCommands(context: vscode.ExtensionContext, server: Serve
     ),
     vscode.commands.registerCommand('kdsl.profileFunction', (uri?: unknown, fn?: unknown) =>
       serverCommand(server, PROFILE_COMMAND, uri, fn, true),
+    ),
+    vscode.commands.registerCommand(DEBUG_FUNCTION_COMMAND, (uri?: unknown, fn?: unknown) =>
+      debugFunctionCommand(server, uri, fn),
     ),
     vscode.commands.registerCommand('kdsl.restart', () => server.restart()),
   );

@@ -1,8 +1,9 @@
-// Entry point: wires the language client, the IR views, the profile's heat map and the commands together.
+// Entry point: wires the language client, the IR views, the profile's heat map, the debugger and the commands together.
 
 import * as vscode from 'vscode';
 import { currentSettings, ServerManager } from './client';
 import { registerCommands } from './commands';
+import { registerDebugging } from './debugAdapter';
 import { IR_SCHEME } from './irUri';
 import { IrViewManager } from './irView';
 import { registerProfileView } from './profileView';
@@ -31,6 +32,7 @@ export function activate(context: vscode.ExtensionContext): void {
   );
   registerCommands(context, manager, irView);
   registerProfileView(context, manager);
+  registerDebugging(context, manager, output);
 
   // A setting the server applies while it runs is sent to it; any other
   // change restarts it (see LIVE_KEYS in settings.ts). The client library

@@ -84,6 +84,22 @@ export function serverCommand(python: string): CommandLine {
   return { command: python, args: ['-m', 'lsp'] };
 }
 
+/** The debug adapter: `<python> -m lsp.dap`, speaking DAP over stdio, in the server's interpreter. */
+export function debugAdapterCommand(python: string): CommandLine {
+  return { command: python, args: ['-m', 'lsp.dap'] };
+}
+
+/**
+ * Exits with status 0 when `python` has kdsl's debug adapter (`lsp.dap`), without importing
+ * it: with 3 when its kdsl has none (an older kdsl), with 1 and a traceback when it has no kdsl.
+ */
+export function debugAdapterCheckCommand(python: string): CommandLine {
+  return {
+    command: python,
+    args: ['-c', 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("lsp.dap") else 3)'],
+  };
+}
+
 /** Exits with status 0 when kdsl is importable by `python`. */
 export function checkCommand(python: string): CommandLine {
   return { command: python, args: ['-c', 'import dsl, lsp'] };
@@ -107,6 +123,27 @@ export function interpreterProblem(interpreter: ResolvedInterpreter, notFound: b
   const failed = notFound ? 'was not found' : `cannot import kdsl${last ? ` (${last})` : ''}`;
   const fix = notFound ? '' : ', or install kdsl into this one';
   return `kdsl: the Python interpreter "${interpreter.python}" (${SOURCE_WORDS[interpreter.source]}) ${failed}. Set kdsl.interpreterPath to a Python that has kdsl installed${fix}.`;
+}
+
+/**
+ * Why the debugger cannot start with `interpreter`, as `interpreterProblem` says it for the
+ * server; `noAdapter`: its kdsl is one without the debug adapter (exit status 3 of
+ * `debugAdapterCheckCommand`).
+ */
+export function debugAdapterProblem(
+  interpreter: ResolvedInterpreter,
+  notFound: boolean,
+  noAdapter: boolean,
+  detail: string,
+): string {
+  if (!noAdapter) {
+    return interpreterProblem(interpreter, notFound, detail);
+  }
+  const which = `"${interpreter.python}" (${SOURCE_WORDS[interpreter.source]})`;
+  return (
+    `kdsl: the Python interpreter ${which} has a kdsl without the debug adapter (lsp.dap). ` +
+    'Update kdsl there (python -m pip install -U kdsl), or set kdsl.interpreterPath to a Python with a newer kdsl.'
+  );
 }
 
 export function installCommand(python: string): CommandLine {

@@ -106,3 +106,19 @@ export interface CommandResult {
   dismissed?: boolean;
   [key: string]: unknown;
 }
+
+/**
+ * A command of this extension that the server's "Debug on CPU" code lens runs, with
+ * `[uri, jitName]`: it starts the kdsl debugger (debugAdapter.ts). The server offers the lens
+ * only to a client whose capabilities say `experimental.kdsl.debugLens` (lsp/features/code_lens.py).
+ */
+export const DEBUG_FUNCTION_COMMAND = 'kdsl.debugFunction';
+
+/** What this client can do beyond LSP, as the server reads it from `capabilities.experimental.kdsl`. */
+export const KDSL_CLIENT_CAPABILITIES = { debugLens: true } as const;
+
+/** `experimental` (a client capability, any JSON) with `kdsl` set to KDSL_CLIENT_CAPABILITIES; other keys are kept. */
+export function withKdslCapabilities(experimental: unknown): Record<string, unknown> {
+  const others = typeof experimental === 'object' && experimental !== null && !Array.isArray(experimental) ? experimental : {};
+  return { ...others, kdsl: { ...KDSL_CLIENT_CAPABILITIES } };
+}

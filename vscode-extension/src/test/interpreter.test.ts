@@ -2,8 +2,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
 import {
   checkCommand,
+  debugAdapterCheckCommand,
+  debugAdapterCommand,
+  debugAdapterProblem,
   defaultPython,
   expandPath,
   installCommand,
@@ -95,6 +101,10 @@ describe('command lines', () => {
     assert.deepEqual(serverCommand('/v/bin/python'), { command: '/v/bin/python', args: ['-m', 'lsp'] });
     assert.deepEqual(checkCommand('python3'), { command: 'python3', args: ['-c', 'import dsl, lsp'] });
     assert.deepEqual(installCommand('python3'), { command: 'python3', args: ['-m', 'pip', 'install', 'kdsl'] });
+  });
+
+  it('starts the debug adapter as a module of the same interpreter', () => {
+    assert.deepEqual(debugAdapterCommand('/v/bin/python'), { command: '/v/bin/python', args: ['-m', 'lsp.dap'] });
   });
 
   it('quotes for a POSIX shell', () => {
@@ -203,5 +213,54 @@ describe('interpreterProblem', () => {
   it('names the Python extension when it chose the interpreter', () => {
     const message = interpreterProblem({ python: '/w/.venv/bin/python', source: 'pythonExtension' }, false, '');
     assert.match(message, /\(selected in the Python extension\) cannot import kdsl\. Set kdsl\.interpreterPath/);
+  });
+});
+
+describe('debugAdapterCheckCommand', () => {
+  const python = defaultPython();
+  const available = spawnSync(python, ['-c', 'pass']).status === 0;
+
+  /** The check's exit status in a folder whose `lsp` package has the files `files`. */
+  function statusWith(files: string[] | undefined): number | null {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'kdsl-dap-check-'));
+    try {
+      if (files) {
+        mkdirSync(path.join(dir, 'lsp'));
+        for (const file of files) {
+          writeFileSync(path.join(dir, 'lsp', file), 'raise SystemExit(9)  # never imported by the check\n');
+        }
+        writeFileSync(path.join(dir, 'lsp', '__init__.py'), '');
+      }
+      const check = debugAdapterCheckCommand(python);
+      return spawnSync(check.command, check.args, { cwd: dir, env: { ...process.env, PYTHONPATH: '' } }).status;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it('exits 0 with the adapter, 3 with a kdsl without it, 1 without kdsl (and imports no module of it)', { skip: !available }, () => {
+    assert.equal(statusWith(['dap.py']), 0);
+    assert.equal(statusWith([]), 3);
+    const without = statusWith(undefined);
+    // another `lsp` could be installed for this Python: then it is a kdsl without the adapter
+    assert.ok(without === 1 || without === 3, String(without));
+  });
+});
+
+describe('debugAdapterProblem', () => {
+  it('says a kdsl without the adapter needs updating, naming the interpreter', () => {
+    assert.equal(
+      debugAdapterProblem({ python: '/v/bin/python', source: 'setting' }, false, true, ''),
+      'kdsl: the Python interpreter "/v/bin/python" (set in kdsl.interpreterPath) has a kdsl without the debug ' +
+        'adapter (lsp.dap). Update kdsl there (python -m pip install -U kdsl), or set kdsl.interpreterPath to a ' +
+        'Python with a newer kdsl.',
+    );
+  });
+
+  it('says what the server would say when there is no kdsl or no interpreter', () => {
+    const interpreter = { python: 'python3', source: 'default' } as const;
+    const detail = "ModuleNotFoundError: No module named 'lsp'";
+    assert.equal(debugAdapterProblem(interpreter, false, false, detail), interpreterProblem(interpreter, false, detail));
+    assert.equal(debugAdapterProblem(interpreter, true, false, 'ENOENT'), interpreterProblem(interpreter, true, 'ENOENT'));
   });
 });
