@@ -19,7 +19,7 @@ from mlir._mlir_libs._mlirDialectsGPU import ObjectAttr  # the native halves: no
 from mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 from mlir.passmanager import PassManager
 
-from dsl.compiler import source_maps, toolchain
+from dsl.compiler import debug_variables, source_maps, toolchain
 from dsl.compiler.artifacts import Resources, SourceMap
 from dsl.compiler.build_options import BuildOptions
 from dsl.compiler.float_flags import apply_float_flags, correctly_rounded_sqrt
@@ -34,7 +34,7 @@ LOWERING = (
     "gpu.module(canonicalize,cse,convert-scf-to-cf,convert-vector-to-llvm,"
     "convert-gpu-to-nvvm,convert-arith-to-llvm,convert-index-to-llvm,convert-math-to-llvm,"
     "canonicalize,cse,reconcile-unrealized-casts),"
-    "ensure-debug-info-scope-on-llvm-func{{emission-kind=LineTablesOnly}})"
+    "ensure-debug-info-scope-on-llvm-func{{emission-kind={emission}}})"
 )
 TO_PTX = "builtin.module(gpu-module-to-binary{format=isa})"
 
@@ -126,8 +126,11 @@ def stage_lowered(build: Build) -> None:
     try:
         # a device-debug build keeps each statement's code at its line: LLVM does not optimise either
         lowering = LOWERING.format(chip=build.target.name, ptx=build.target.ptx_version,
-                                   opt=0 if build.device_debug else 3)
+                                   opt=0 if build.device_debug else 3,
+                                   emission="Full" if build.device_debug else "LineTablesOnly")
         PassManager.parse(lowering, build.context).run(lowered.operation)
+        if build.device_debug:  # the variables' records point at their kernel's subprogram
+            lowered = debug_variables.bind(lowered, build.context)
     except ir.MLIRError as err:
         raise _mlir_errors(build, "DSL402", "lowering to NVVM failed", err) from None
     pass_tensor_maps_by_value(lowered)

@@ -22,9 +22,11 @@ from typing import Any
 
 from mlir import ir
 
+from dsl import environment
 from dsl.diagnostics import Diagnostic, DiagnosticError, DiagnosticSink, Fix, SourceRange, TextEdit
 from dsl.frontend import arith as A
 from dsl.frontend import memory, ops
+from dsl.frontend.debug_info import KernelVariables
 from dsl.frontend.intrinsic_ops import IMPLS, bind_method, check_arguments, dim3, trace_breakpoint, trace_print
 from dsl.frontend.params import ParamSpec, flatten_params, tensor_layout
 from dsl.frontend.source import FunctionSource, closure_vars, location
@@ -441,6 +443,8 @@ def trace_kernel(
     tracer.param_sources = sources
     tracer.kernel_source = src
     tracer.flush_to_zero = bool(hints.get("ftz"))
+    if hints.get("debug") or environment.switch("KDSL_DEBUG"):  # variables by name for cuda-gdb
+        tracer.variables = KernelVariables(symbol, file.path)
     tracer.declare_dynamic_smem = declare_dynamic_smem
     fn = kfn.fn
     tracer.frames.append(Frame(file, env, {**fn.__globals__, **closure_vars(fn)}, name=fn.__name__))

@@ -106,6 +106,7 @@ class Tracer(StructuredControlFlow):
         self.facts = trace_facts.current()  # what the editor learns of each name (None: nobody asked)
         self._locations: dict[tuple[int, int], tuple[Any, ast.AST, Any]] = {}  # see `loc`
         self.debug_steps = self.mode == "kernel" and stepping_traced()  # a marker before each statement
+        self.variables: Any = None  # `debug_info.KernelVariables` of a device-debug build (cuda-gdb)
 
     # ----- frames, ranges, locations ---------------------------------------------------
     @property
@@ -216,6 +217,8 @@ class Tracer(StructuredControlFlow):
         if method is None:
             raise self.fail("DSL302", stmt, f"'{_describe(stmt)}' is not supported in DSL functions")
         with self.loc(stmt):
+            if self.variables is not None and len(self.frames) == 1:
+                self.variables.before(self.frame.env, stmt.lineno)
             if self.debug_steps and not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
                 trace_step(self, stmt)  # a docstring (or a bare constant) is no place to stop
             try:

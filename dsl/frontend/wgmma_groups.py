@@ -167,8 +167,8 @@ class _Analysis:
             handler(op, state)
         elif name in _MOVES:
             self._move(op, state)
-        elif "kdsl.breakpoint" in op.attributes:  # `breakpoint()`'s marker: shows values, dropped before lowering
-            return
+        elif "kdsl.breakpoint" in op.attributes or name == "llvm.intr.dbg.value":
+            return  # `breakpoint()`'s marker or a debug build's variable record: shows values, reads none
         else:
             self._reads(op, list(op.operands), state)
             for region in op.regions:  # no other op of the tracer has regions; be safe

@@ -183,6 +183,14 @@ def _ptrtoint(info: OpInfo) -> Step:
 MAKERS["llvm.ptrtoint"] = _ptrtoint
 
 
+def _debug_value(info: OpInfo) -> Step:
+    """A device-debug build's variable record (`dsl.frontend.debug_info`): nothing to run."""
+    return lambda st: None
+
+
+MAKERS["llvm.intr.dbg.value"] = _debug_value
+
+
 # --- intrinsics -------------------------------------------------------------------------------
 
 def _call_intrinsic(info: OpInfo) -> Step:

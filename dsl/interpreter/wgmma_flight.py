@@ -186,8 +186,8 @@ class InFlightTracker:
         to op, from a wgmma or a wait: `carriers`) holds one in a lane that executes the op."""
         if info.name in MOVES or (info.name == "llvm.inline_asm" and "wgmma." in str(info.attr("asm_string"))):
             return step
-        if info.attr("kdsl.breakpoint") is not None:  # `breakpoint()` shows in-flight values (as NaN): no read
-            return step
+        if info.attr("kdsl.breakpoint") is not None or info.name == "llvm.intr.dbg.value":
+            return step  # `breakpoint()` shows in-flight values (as NaN), a variable record none: no read
         slots = [s for s, value in zip(info.args, info.op.operands) if value in self.carriers]
         if not slots:
             return step

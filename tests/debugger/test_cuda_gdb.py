@@ -1,6 +1,6 @@
 """On the GPU: a `KDSL_DEBUG=1` build under cuda-gdb stops at a kernel's Python line, switches
-to a thread, steps, and the program's result is unchanged (skipped without a GPU, torch or
-cuda-gdb)."""
+to a thread, prints a variable by its Python name, steps, and the program's result is
+unchanged (skipped without a GPU, torch or cuda-gdb)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ break kernels.py:18
 run
 info line
 cuda block 1,0,0 thread 5,0,0
+info locals
+print i
+print i * 2
 next
 info line
 next
@@ -44,6 +47,7 @@ def test_cuda_gdb_stops_at_a_kernels_python_line_and_steps(tmp_path):
     out = run.stdout + run.stderr
     assert "hit Breakpoint 1, steps<<<(4,1,1),(64,1,1)>>> () at " in out and "kernels.py:18" in out, out[-4000:]
     assert "block (1,0,0), thread (5,0,0)" in out, out[-4000:]
+    assert "$1 = 69" in out and "$2 = 138" in out, out[-4000:]  # i = block_idx.x * 64 + thread_idx.x, by name
     stepped = [line for line in out.splitlines() if line.startswith("Line ") and "kernels.py" in line]
     assert len(stepped) >= 3 and any(not s.startswith("Line 18 ") for s in stepped[1:]), stepped
     assert "steps: [4, 13, 22]" in out  # the debug build computes what the optimised one does
