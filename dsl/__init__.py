@@ -168,6 +168,11 @@ def _plug_in_the_upper_layers() -> None:
 
     globals()["compile"] = compile
 
+    def torch_op(jit_fn: Any) -> Any:
+        from dsl.torch.registry import torch_op as run
+
+        return run(jit_fn)
+
     def current_device_attribute(name: str) -> int | None:
         from dsl.runtime import driver
 
@@ -176,12 +181,14 @@ def _plug_in_the_upper_layers() -> None:
     decorators._call_jit = call_jit
     decorators._call_autotuned = call_autotuned
     decorators._compile_function = compile_function
+    decorators._torch_op = torch_op
     device._current_device_attribute = current_device_attribute
 
 
 _plug_in_the_upper_layers()
 
 if TYPE_CHECKING:  # imported on first use: the MLIR bindings take a while to load
+    from dsl import torch as torch
     from dsl.compiler.api import compile
     from dsl.export.build import load_export
     from dsl.interpreter import interpret
@@ -202,6 +209,10 @@ if not TYPE_CHECKING:  # hidden from type checkers, so a misspelt `dsl.` name is
 
     def __getattr__(name: str) -> Any:
         """Loads the compiler (and MLIR) only when it is used, so `import dsl` stays cheap."""
+        if name == "torch":  # PyTorch operators (dsl/torch); imports torch, so only when asked for
+            import importlib
+
+            return importlib.import_module("dsl.torch")
         if name in _LAZY:
             import importlib
 

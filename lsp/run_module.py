@@ -38,6 +38,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 import types
 from collections.abc import Iterator
@@ -253,13 +254,25 @@ def _unchanged(before: dict[Any, Any]) -> bool:
     if threading.active_count() > 1:
         return False
     with contextlib.suppress(OSError):
-        if len(os.listdir("/proc/self/task")) > 1:
+        if not _native_threads_gone():
             return False
     now = state_fingerprint()
     return all(now.get(key, _GONE) == value for key, value in before.items())
 
 
 _GONE = object()
+_THREAD_EXIT_S = 0.2  # how long a native thread that is ending gets to be gone
+
+
+def _native_threads_gone() -> bool:
+    """Whether this process is down to one thread, allowing a thread that is ending (a
+    library's worker that has finished but not yet left the kernel's task list) a moment."""
+    deadline = time.monotonic() + _THREAD_EXIT_S
+    while len(os.listdir("/proc/self/task")) > 1:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def _read_line(fd: int) -> bytes:

@@ -26,12 +26,13 @@ from dsl.diagnostics import ArgumentError, CompileError
 _call_jit: Any = None  # dsl.runtime.jit_call.call_jit
 _compile_function: Any = None  # dsl.compiler.api.compile
 _call_autotuned: Any = None  # dsl.runtime.autotune.call
+_torch_op: Any = None  # dsl.torch.registry.torch_op
 
 
 # The compile hints a kernel takes besides `known_block_size`, with their defaults. The
 # compiler validates them (DSL201 at the decorator argument, see `static_checks.check_hints`).
 HINT_DEFAULTS: dict[str, Any] = {"maxnreg": None, "minnctapersm": None, "fastmath": False, "contract": True,
-                                 "ftz": False}
+                                 "ftz": False, "debug": False}
 
 # Hints an autotuning config sets for every kernel compiled inside `hint_overrides` (this
 # thread or task only): every reader of `KernelFunction.hints` (checks, tracing, cache keys)
@@ -61,7 +62,9 @@ class KernelFunction:
     no value is NaN, infinite or a signed zero that matters. `ftz=True` flushes f32
     subnormal inputs and results to zero (nvcc's `-ftz=true`): the `.ftz` instructions, e.g.
     one `ex2.approx.ftz.f32` per `dsl.exp2` instead of the extra scaling for subnormals; NaN
-    and infinities keep their meaning.
+    and infinities keep their meaning. `debug=True` (or `KDSL_DEBUG=1` for every kernel)
+    compiles with device debug information and without optimisation (`ptxas -g`), so that
+    cuda-gdb stops at the kernel's Python lines and steps through them.
     """
 
     def __init__(self, fn: Any, name: str | None = None, known_block_size: Any = None, target: str | None = None,
@@ -193,20 +196,26 @@ class JitFunction(_JitCall):
     def compile(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
         return run_for_the_user(_compile_function, self, *args, target=target, **kwargs)
 
+    @property
+    def torch_op(self) -> Any:
+        """This function as the PyTorch operator `torch.ops.kdsl.<name>`, registered on first
+        use (imports torch; see `dsl.torch`)."""
+        return _torch_op(self)
+
     def __repr__(self) -> str:
         return f"<dsl.jit {self.fn.__qualname__}>"
 
 
 def kernel(fn: Any = None, *, name: str | None = None, known_block_size: Any = None, maxnreg: Any = None,
            minnctapersm: Any = None, fastmath: Any = False, contract: Any = True, ftz: Any = False,
-           target: str | None = None) -> Any:
+           debug: Any = False, target: str | None = None) -> Any:
     """Declares a GPU kernel. `known_block_size=[x, y, z]` promises the launch block;
-    `maxnreg`, `minnctapersm`, `fastmath`, `contract` and `ftz` are compile hints (see
+    `maxnreg`, `minnctapersm`, `fastmath`, `contract`, `ftz` and `debug` are compile hints (see
     `KernelFunction`). Float `a * b + c` contracts to FMA unless `contract=False`.
     `target="sm_90a"` says the kernel is written for that architecture (Hopper's wgmma and
     setmaxnreg exist only there); programs with it compile for it."""
     hints = {"maxnreg": maxnreg, "minnctapersm": minnctapersm, "fastmath": fastmath, "contract": contract,
-             "ftz": ftz}
+             "ftz": ftz, "debug": debug}
     if fn is None:
         return lambda f: KernelFunction(f, name=name, known_block_size=known_block_size, target=target, **hints)
     return KernelFunction(fn, name=name, known_block_size=known_block_size, target=target, **hints)
