@@ -121,6 +121,8 @@ def cast(value: Any, to: DType) -> Scalar | Vector:
         if isinstance(value, bool | int | float):
             if to.is_float:
                 return constant(float(value), to)
+            if isinstance(value, float):  # the float-to-int rule, for a literal too
+                return constant(value != 0 if to.is_bool else _saturated(value, to), to)
             return constant(int(value), to)
         raise DSLTypeError(f"cannot cast {type_name(value)} to {to.name}")
     if value.dtype == to:
@@ -156,6 +158,8 @@ def _convert(v: Any, src: DType, to: DType, ty: Any) -> Any:
     if src.is_int and to.is_float:
         return ops.value("arith.sitofp" if src.is_signed else "arith.uitofp", ty, v)
     if src.is_float and to.is_int:
+        if to.bits < 32:
+            return _narrow_from_float(v, to, ty)
         return ops.value("arith.fptosi" if to.is_signed else "arith.fptoui", ty, v)
     if src.bits < to.bits or (src.bits == to.bits and src != to):
         if src.bits == to.bits:  # f16 <-> bf16 through f32
@@ -164,6 +168,38 @@ def _convert(v: Any, src: DType, to: DType, ty: Any) -> Any:
             return ops.value("arith.truncf", ty, wide)
         return ops.value("arith.extf", ty, v)
     return ops.value("arith.truncf", ty, v)
+
+
+def _integer_range(t: DType) -> tuple[int, int]:
+    return (-(2 ** (t.bits - 1)), 2 ** (t.bits - 1) - 1) if t.is_signed else (0, 2**t.bits - 1)
+
+
+def _saturated(value: float, to: DType) -> int:
+    """A Python float converted as `cvt.rzi` converts: toward zero, saturating, NaN to 0."""
+    if value != value:
+        return 0
+    lo, hi = _integer_range(to)
+    return lo if value <= lo else hi if value >= hi else int(value)
+
+
+def _narrow_from_float(v: Any, to: DType, ty: Any) -> Any:
+    """Float to an 8- or 16-bit integer, saturating to its range as the README says. PTX
+    converts to 16 or 32 bits only (LLVM writes `cvt.rzi.s16.f32`, whose result it then
+    truncates: 300.0 would give 44 in an i8), so convert to 32 bits, clamp and truncate."""
+    shape = ir.VectorType(ty).shape if isinstance(ty, ir.VectorType) else None
+    word_ty = ir.VectorType.get(shape, i32.mlir_type()) if shape else i32.mlir_type()
+
+    def word(n: int) -> Any:
+        c = ops.constant(i32.mlir_type(), n)
+        return ops.value("vector.broadcast", word_ty, c) if shape else c
+
+    lo, hi = _integer_range(to)
+    if to.is_signed:
+        wide = ops.value("arith.fptosi", word_ty, v)
+        clamped = ops.same_type("arith.maxsi", ops.same_type("arith.minsi", wide, word(hi)), word(lo))
+    else:
+        clamped = ops.same_type("arith.minui", ops.value("arith.fptoui", word_ty, v), word(hi))
+    return ops.value("arith.trunci", ty, clamped)
 
 
 def _convert_fp8(v: Any, src: DType, to: DType, ty: Any) -> Any:
@@ -265,13 +301,51 @@ def binary(op: str, a: Any, b: Any) -> Any:
         return _wrap(x, ops.same_type(f"arith.{table[op]}", x.value, y.value), ty)
     if op == "Div":
         raise DSLTypeError(f"'/' on integer type {ty.name}; use '//' or cast to a float type")
+    static = b if isinstance(b, int) and not isinstance(b, bool) else None
+    if op in ("LShift", "RShift"):
+        return _shift(op, x, y, ty, static)
     signed = ty.is_signed
+    if signed and op in ("FloorDiv", "Mod") and static is None:
+        y = _no_overflow_divisor(x, y)
     table = {
         "Add": "addi", "Sub": "subi", "Mult": "muli", "FloorDiv": "divsi" if signed else "divui",
         "Mod": "remsi" if signed else "remui", "LShift": "shli", "RShift": "shrsi" if signed else "shrui",
         "BitAnd": "andi", "BitOr": "ori", "BitXor": "xori",
     }
     return _wrap(x, ops.same_type(f"arith.{table[op]}", x.value, y.value), ty)
+
+
+def _shift(op: str, x: Any, y: Any, ty: DType, static: int | None) -> Any:
+    """`x << y` / `x >> y` with the README's rule: an amount (read unsigned) of the width or more
+    gives 0, or the sign for `>>` of a signed value, as PTX's clamped shifts do. LLVM's shifts
+    are poison there (a constant amount folds the whole store away), so the clamp is written
+    out: decided here for a compile-time amount, a `min` or a select (that folds when the
+    amount is masked) for a run-time one."""
+    bits = ty.bits
+    name = "shli" if op == "LShift" else "shrsi" if ty.is_signed else "shrui"
+    if static is not None and static % (1 << bits) < bits:
+        return _wrap(x, ops.same_type(f"arith.{name}", x.value, y.value), ty)
+    if name == "shrsi":  # the sign fills the value from `bits - 1` on
+        limit = common(y, bits - 1, ">>")[1]
+        amount = limit.value if static is not None else ops.same_type("arith.minui", y.value, limit.value)
+        return _wrap(x, ops.same_type("arith.shrsi", x.value, amount), ty)
+    zero = common(x, 0, SYMBOLS[op])[1]
+    if static is not None:
+        return zero
+    inside = ops.cmpi("ult", y.value, common(y, bits, SYMBOLS[op])[1].value)
+    shifted = ops.same_type(f"arith.{name}", x.value, y.value)
+    return _wrap(x, ops.value("arith.select", shifted.type, inside, shifted, zero.value), ty)
+
+
+def _no_overflow_divisor(x: Any, y: Any) -> Any:
+    """The divisor of a signed `//` / `%`, 1 where `x` is the type's minimum and `y` is -1: the
+    README's `INT_MIN // -1 == INT_MIN` and `INT_MIN % -1 == 0` (two's complement wraps), which
+    LLVM's `sdiv` / `srem` leave undefined."""
+    smallest = -(2 ** (x.dtype.bits - 1))
+    overflow = ops.same_type("arith.andi", ops.cmpi("eq", x.value, common(x, smallest, "//")[1].value),
+                             ops.cmpi("eq", y.value, common(y, -1, "//")[1].value))
+    one = common(y, 1, "//")[1]
+    return _wrap(y, ops.value("arith.select", y.value.type, overflow, one.value, y.value), y.dtype)
 
 
 def _python(op: str, a: Any, b: Any) -> Any:

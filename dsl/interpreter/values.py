@@ -254,8 +254,8 @@ def _fma_f64(a: float, b: float, c: float) -> float:
         return a * b + c  # the sign of zero as IEEE says
     try:
         return float(exact)  # Fraction -> float rounds to nearest even
-    except OverflowError:
-        return math.copysign(math.inf, exact)
+    except OverflowError:  # past the largest f64 (copysign would convert `exact` and overflow again)
+        return math.inf if exact > 0 else -math.inf
 
 
 def flush_subnormal(x: Any) -> Any:

@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     disagreements = counts["mismatch"] + counts["unexpected-refusal"] + counts["missed-refusal"]
     ways = "reference, interpreter and GPU" if gpu else "reference and interpreter"
     print(f"generated {args.programs}, compiled {compiled}, refused {refused} "
-          f"({counts['refused']} as the rules require), compared {counts['compared']} ({ways}); "
+          f"({counts['refused']} as the rules require), compared {counts['compared']} ({ways}), "
+          f"skipped {counts['skipped']} (not modelled); "
           f"disagreements {disagreements}, internal errors {counts['internal']}; "
           f"{elapsed:.1f} s, {args.programs / elapsed:.1f} programs/s")
     return 1 if any(counts[f] for f in FAILURES) else 0

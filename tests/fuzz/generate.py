@@ -1,38 +1,46 @@
-"""A seeded generator of integer kernels: the same seed always gives the same program and data.
+"""A seeded generator of kernels: the same seed always gives the same program and data.
 
-What it writes, and why it stays away from some corners:
+What it writes (the expressions themselves: `expressions.py`), and the disciplines that keep
+each program's result defined, so that one reference can promise it:
 
-- inputs `Tensor[i32 | u32 | i64 | i8 | i16]`, one output `Tensor[i32 | u32 | i64]`; each
-  thread reads its own row of `WIDTH` elements and writes its own `SLOTS` outputs, so the
-  order in which threads run cannot matter (the reference runs them one after another);
-- `+ - * // % << >> & | ^`, unary `-` and `~`, comparisons, `dsl.min / max / abs`,
-  conditional expressions, `dsl.cast` / `.to` between all integer widths of both signedness,
-  literals beside values (including ones that only fit by wrapping, `x_i8 & 255`);
-- scalar variables of fixed types, a per-thread list `acc` (`[0] * 4`, or a list of loads)
+- inputs `Tensor[T]` or `Tensor[T, 2]` of integers and floats (f16, bf16, f32, f64), one
+  output; each thread reads its own row of `WIDTH` elements (`x[g * WIDTH + k]` or `x[g, k]`)
+  and writes its own `SLOTS` outputs; in about 40% of programs every type is an integer;
+- scalar variables of fixed types (a bool among them at times), a per-thread list `acc`
   updated with compile-time indices, run-time `if / elif / else`, `for` over run-time
-  `range`s with `break` / `continue`, `dsl.static_range` loops, `return` at any depth, a
-  helper traced inline, a `Constexpr` parameter (`C`) in unrolled loops and `dsl.const_expr`;
-- divisors are kept away from 0 and -1 (`(e & 15) + 1`, `(e & 15) - 17`), and run-time
-  shift amounts are masked below the width: the GPU leaves a division by zero undefined,
-  `INT_MIN // -1` overflows, and LLVM treats a shift by the width or more as poison, so no
-  reference could promise a value there;
-- bools are compared too, ordered as Python orders them (`False < True`; the compiler ordered
-  them as signed `i1` until this generator found it, see `test_fuzz.py`);
+  `range`s, run-time `while` loops bounded by a counter (`w < limit and cond`, the counter
+  stepped first so `continue` cannot spin), `break` / `continue` / `return` at any depth,
+  `dsl.static_range` loops, a helper traced inline, a `Constexpr` parameter (`C`);
+- barriers only at the top level of the kernel (uniform control flow; threads that returned
+  earlier do not count), and, in a few programs, one `if <divergent>: dsl.barrier()`: the
+  reference says whether the GPU would hang (a thread that skipped it reaches another) and
+  the interpreter must fault (DSL601) exactly then;
+- a shared array `sh` of one row per thread, written in the prologue and then used in
+  phases between top-level barriers: a thread writes only its own row and reads only it, or,
+  in the next phase, reads any row and writes none (no race, whatever the order of threads);
+- warp operations (shuffles with every `width`, `ballot`, `any`, `all`, `match_any`,
+  `warp_reduce`) as top-level statements `v = dsl.<op>(...)` before any `return` may have run,
+  so every lane of every warp takes part;
+- integer atomics (add, min or max: one kind per program; f32 / f64 min or max) into `hist`
+  anywhere, their old value unused: the final `hist` is the same in any order;
 - a small share of programs (`REFUSAL_RATE`) carry one ill-typed line on purpose (mixed
-  signedness, a store without its cast, a literal that does not fit, `/` on integers,
-  arithmetic on a bool): the compiler must refuse those, with DSL301.
+  signedness, integer with float, a store without its cast, a literal that does not fit,
+  `/` on integers, `//` or shifts on floats, arithmetic on a bool, an atomic of another type):
+  the compiler must refuse those, with DSL301.
 """
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass, field
-
-from dsl.language.types import DType, boolean, i8, i16, i32, i64, u8, u16, u32, u64
+from dsl.language.types import DType, bf16, boolean, f16, f32, f64, i8, i16, i32, i64, u8, u32, u64
+from tests.fuzz.expressions import FLOAT_TYPES, INT_TYPES, Expressions, Scope, widening_to
 from tests.fuzz.program import (
+    HIST,
     LIST_LEN,
+    SHARED_COLS,
     WIDTH,
     Assign,
+    Atomic,
+    Barrier,
     Bin,
     Call,
     Cast,
@@ -41,206 +49,57 @@ from tests.fuzz.program import (
     For,
     Helper,
     If,
-    IfExp,
     Lit,
     Load,
     Name,
     Program,
+    ShStore,
     Stmt,
     Store,
     Unary,
+    While,
 )
 
-INT_TYPES = (i8, i16, i32, i64, u8, u16, u32, u64)
 TENSOR_TYPES = (i32, u32, i64, i8, i16)
+FLOAT_TENSOR_TYPES = (f32, f16, f32, f64, bf16)
 OUT_TYPES = (i32, u32, i64)
+HIST_TYPES = (i32, u32, i64, u64)
 REFUSAL_RATE = 0.04
 MAX_DEPTH = 3
+REDUCTIONS = {"int": ("sum", "max", "min", "and", "or", "xor"), "float": ("sum", "max", "min"),
+              "bool": ("and", "or", "xor")}
 
 
-def same_signed_narrower(t: DType) -> list[DType]:
-    """Types that widen to `t` by the promotion rules (same signedness, no wider)."""
-    return [s for s in INT_TYPES if s.is_signed == t.is_signed and s.bits <= t.bits]
-
-
-def literal_for(rng: random.Random, t: DType) -> int:
-    """A literal that the compiler takes beside a `t` value: small ones mostly, and the edges,
-    including values that fit only as bits (255 beside an i8 is -1; -1 beside a u32 is 2**32 - 1)."""
-    lo, hi = -(2 ** (t.bits - 1)), 2**t.bits - 1
-    smax = 2 ** (t.bits - 1) - 1
-    choice = rng.random()
-    if choice < 0.6:
-        return rng.randint(0, 9)
-    if choice < 0.75:
-        return rng.choice([-1, -2, -7]) if t.is_signed else rng.choice([-1, 1, 2])
-    return rng.choice([lo, hi, smax, smax + 1 if smax + 1 <= hi else hi, 2 ** (t.bits // 2)])
-
-
-@dataclass
-class Scope:
-    """What an expression may read here: scalar variables, loop indices, compile-time names."""
-
-    scalars: dict[str, DType]
-    loop_vars: list[tuple[str, DType]] = field(default_factory=list)
-    static_vars: list[str] = field(default_factory=list)
-    in_loop: bool = False
-    depth: int = 0
-    kernel: bool = True  # False in a helper, which sees only its parameters
-
-    def nested(self, *, loop_var: tuple[str, DType] | None = None, static_var: str | None = None) -> Scope:
-        loops = self.loop_vars + ([loop_var] if loop_var else [])
-        statics = self.static_vars + ([static_var] if static_var else [])
-        in_loop = self.in_loop or loop_var is not None or static_var is not None
-        return Scope(self.scalars, loops, statics, in_loop, self.depth + 1, self.kernel)
-
-
-class Generator:
+class Generator(Expressions):
     """Builds one `Program` from a seed; every random choice comes from that seed's `Random`."""
 
     def __init__(self, seed: int):
+        super().__init__(seed)
         self.seed = seed
-        self.rng = random.Random(seed)
         self.counter = 0
         rng = self.rng
-        self.tensors = tuple((f"x{i}", rng.choice(TENSOR_TYPES)) for i in range(rng.randint(1, 3)))
-        self.out_dtype = rng.choice(OUT_TYPES)
-        self.scalars = {f"v{i}": rng.choice(INT_TYPES) for i in range(rng.randint(2, 4))}
-        self.list_type = rng.choice(INT_TYPES)
-        self.helpers: list[Helper] = []
+        floats = rng.random() < 0.6
+        self.types = INT_TYPES + FLOAT_TYPES if floats else INT_TYPES
+        self.tensors = tuple((f"x{i}", rng.choice(TENSOR_TYPES + (FLOAT_TENSOR_TYPES if floats else ())))
+                             for i in range(rng.randint(1, 3)))
+        self.out_dtype = rng.choice(OUT_TYPES + ((f32, f64, f16) if floats else ()))
+        self.rank2 = {name for name, _ in self.tensors if rng.random() < 0.35} | (
+            {"out"} if rng.random() < 0.35 else set())
+        self.scalars: dict[str, DType] = {f"v{i}": rng.choice(self.types) for i in range(rng.randint(2, 4))}
+        self.warp = rng.random() < 0.3
+        if self.warp:  # what votes and `match_any` give
+            self.scalars[f"v{len(self.scalars)}"] = u32
+        if self.warp or rng.random() < 0.15:
+            self.scalars[f"v{len(self.scalars)}"] = boolean
+        self.list_type = rng.choice(self.types)
+        self.block_size, self.grid = rng.choice([32, 64]), rng.choice([1, 2])
+        self.wanted_shared = rng.choice(self.types) if rng.random() < 0.25 else None
+        self.hist = rng.choice(HIST_TYPES + ((f32, f64) if floats else ())) if rng.random() < 0.25 else None
+        self.hist_kind: str | None = None
+        self.barriers_left = 3 if (self.wanted_shared or self.warp or rng.random() < 0.1) else 0
+        self.divergent_barrier = rng.random() < 0.04
+        self.may_exit = False  # once a `return` may have run, warp operations would miss lanes
         self.refusal: str | None = None
-
-    # --- expressions ---------------------------------------------------------------------------
-
-    def expr(self, t: DType, scope: Scope, depth: int = 0) -> Expr:
-        """A well-typed expression of type `t` (never a bare literal)."""
-        rng = self.rng
-        if depth >= 3 or rng.random() < 0.25 + 0.15 * depth:
-            return self.leaf(t, scope)
-        kind = rng.choices(
-            ["arith", "div", "shift", "minmax", "unary", "cast", "ifexp", "helper"],
-            weights=[6, 2, 2, 1.5, 1, 2, 1, 1.2 if self.helpers else 0],
-        )[0]
-        if kind == "arith":
-            return self.binary(rng.choice(["+", "-", "*", "&", "|", "^"]), t, scope, depth)
-        if kind == "div":
-            divisor = self.divisor(t, scope, depth)
-            return Bin(rng.choice(["//", "%"]), self.expr(t, scope, depth + 1), divisor, t)
-        if kind == "shift":
-            op = rng.choice(["<<", ">>"])
-            if rng.random() < 0.4:
-                return Bin(op, self.expr(t, scope, depth + 1), Lit(rng.randrange(t.bits)), t)
-            amount_t = rng.choice(same_signed_narrower(t))
-            amount = Bin("&", self.expr(amount_t, scope, depth + 1), Lit(t.bits - 1), amount_t)
-            return Bin(op, self.expr(t, scope, depth + 1), amount, t)
-        if kind == "minmax":
-            a, b = self.operands(t, scope, depth)
-            return Call(f"dsl.{rng.choice(['min', 'max'])}", (a, b), t)
-        if kind == "unary":
-            if t.is_signed and rng.random() < 0.4:
-                return Call("dsl.abs", (self.expr(t, scope, depth + 1),), t)
-            return Unary(rng.choice(["-", "~"]), self.expr(t, scope, depth + 1))
-        if kind == "cast":
-            source = rng.choice(INT_TYPES + (boolean,))
-            inner = self.condition(scope, depth + 1) if source == boolean else self.expr(source, scope, depth + 1)
-            return Cast(inner, t, method=source != boolean and rng.random() < 0.3)
-        if kind == "ifexp":
-            return IfExp(self.condition(scope, depth + 1), self.expr(t, scope, depth + 1),
-                         self.expr(t, scope, depth + 1))
-        helper = rng.choice(self.helpers)
-        call = Call(helper.name, tuple(self.expr(pt, scope, depth + 1) for _, pt in helper.params), helper.dtype)
-        return call if helper.dtype == t else Cast(call, t)
-
-    def binary(self, op: str, t: DType, scope: Scope, depth: int) -> Expr:
-        a, b = self.operands(t, scope, depth)
-        return Bin(op, a, b, t)
-
-    def operands(self, t: DType, scope: Scope, depth: int) -> tuple[Expr, Expr]:
-        """Two operands whose promoted type is `t`: both `t`, a narrower one of the same
-        signedness widened, or a literal beside a `t` value; in either order."""
-        rng = self.rng
-        a = self.expr(t, scope, depth + 1)
-        r = rng.random()
-        if r < 0.3:
-            b: Expr = Lit(literal_for(rng, t))
-        elif r < 0.5:
-            b = self.expr(rng.choice(same_signed_narrower(t)), scope, depth + 1)
-        else:
-            b = self.expr(t, scope, depth + 1)
-        return (a, b) if rng.random() < 0.6 else (b, a)
-
-    def divisor(self, t: DType, scope: Scope, depth: int) -> Expr:
-        """A divisor that is never 0 nor -1: `(e & 15) + 1` in 1..16, or `(e & 15) - 17` in -17..-2."""
-        rng = self.rng
-        s = rng.choice(same_signed_narrower(t))
-        masked = Bin("&", self.expr(s, scope, depth + 1), Lit(15), s)
-        if s.is_signed and rng.random() < 0.5:
-            return Bin("-", masked, Lit(17), s)
-        if rng.random() < 0.2:
-            return Call("dsl.max", (masked, Lit(1)), s)
-        return Bin("+", masked, Lit(1), s)
-
-    def leaf(self, t: DType, scope: Scope) -> Expr:
-        rng = self.rng
-        names = [Name(n, nt) for n, nt in scope.scalars.items() if nt == t]
-        names += [Name(n, nt) for n, nt in scope.loop_vars if nt == t]
-        loads = [name for name, tt in self.tensors if tt == t]
-        options: list[Expr] = list(names)
-        for name in loads:
-            options.append(Load(name, t, self.offset(scope)))
-        if t == i32 and scope.kernel:
-            options += [Name("t", i32), Name("g", i32)]
-        if scope.static_vars and rng.random() < 0.3:  # a compile-time name beside a value
-            return Bin(rng.choice(["+", "^", "*"]), rng.choice(options) if options else self.cast_leaf(t, scope),
-                       Name(rng.choice(scope.static_vars), None), t)
-        if not options or rng.random() < 0.25:
-            return self.cast_leaf(t, scope)
-        return rng.choice(options)
-
-    def cast_leaf(self, t: DType, scope: Scope) -> Expr:
-        """A value of another type cast to `t` (a load, a variable, or a literal)."""
-        rng = self.rng
-        choices: list[Expr] = [Load(name, tt, self.offset(scope)) for name, tt in self.tensors]
-        choices += [Name(n, nt) for n, nt in scope.scalars.items()]
-        inner = rng.choice(choices)
-        if inner.type == t:
-            return inner
-        return Cast(inner, t, method=rng.random() < 0.3)
-
-    def offset(self, scope: Scope) -> Expr:
-        """Where in the thread's row a load reads: a constant, a static index, or a run-time value."""
-        rng = self.rng
-        r = rng.random()
-        if r < 0.55:
-            return Lit(rng.randrange(WIDTH))
-        if r < 0.7 and scope.static_vars:
-            return Name(rng.choice(scope.static_vars), None)
-        if scope.loop_vars and r < 0.85:
-            name, t = rng.choice(scope.loop_vars)
-            return Name(name, t) if t == i32 else Cast(Name(name, t), i32)
-        i32_vars = [Name(n, nt) for n, nt in scope.scalars.items() if nt == i32]
-        if i32_vars:
-            return rng.choice(i32_vars)
-        return Lit(rng.randrange(WIDTH))
-
-    def condition(self, scope: Scope, depth: int = 1) -> Expr:
-        """A run-time bool: a comparison, a bit test, or `and` / `or` / `not` of conditions."""
-        rng = self.rng
-        r = rng.random()
-        if r < 0.1 and depth < 3:
-            return Bin(rng.choice(["and", "or"]), self.condition(scope, depth + 1), self.condition(scope, depth + 1),
-                       boolean)
-        if r < 0.15 and depth < 3:
-            return Unary("not ", self.condition(scope, depth + 1))
-        if r < 0.25:
-            t = rng.choice(INT_TYPES)
-            return Bin("!=", Bin("&", self.expr(t, scope, depth + 1), Lit(rng.choice([1, 2, 3, 4, 7])), t),
-                       Lit(0), boolean)
-        if r < 0.3:  # bools compared with each other, ordered as Python orders them
-            return Bin(rng.choice(["<", "<=", ">", ">=", "==", "!="]), self.condition(scope, depth + 1),
-                       self.condition(scope, depth + 1), boolean)
-        t = rng.choice(INT_TYPES)
-        a, b = self.operands(t, scope, depth + 1)
-        return Bin(rng.choice(["<", "<=", ">", ">=", "==", "!="]), a, b, boolean)
 
     # --- statements ----------------------------------------------------------------------------
 
@@ -257,21 +116,33 @@ class Generator:
         rng = self.rng
         kinds = {"assign": 5.0, "list": 3.0, "store": 2.0, "exit": 2.5 if scope.in_loop else 1.0}
         if scope.depth < MAX_DEPTH:
-            kinds |= {"if": 3.0, "for": 1.5, "static_for": 1.0, "const_if": 0.4}
+            kinds |= {"if": 3.0, "for": 1.5, "static_for": 1.0, "const_if": 0.4, "while": 1.0}
+        if self.shared is not None and not self.any_row:
+            kinds["shared_store"] = 2.0
+        if self.hist is not None:
+            kinds["atomic"] = 1.2
+        if scope.depth == 0:
+            if self.warp and not self.may_exit:
+                kinds["warp"] = 4.0
+            if self.barriers_left:
+                kinds["barrier"] = 1.0
         kind = rng.choices(list(kinds), weights=list(kinds.values()))[0]
         inner = max(1, 3 - scope.depth)
         if kind == "assign":
             name, t = rng.choice(list(scope.scalars.items()))
-            aug = rng.choice(["", "", "+", "^", "-"])
+            aug = rng.choice(["", "", "^", "|"] if t == boolean else ["", "", "+", "-"] if t.is_float
+                             else ["", "", "+", "^", "-"])
             return Assign(name, self.expr(t, scope), aug)
         if kind == "list":
             k = self.list_index(scope)
-            return Assign(f"acc[{k}]", self.expr(self.list_type, scope), rng.choice(["+", "", "^", "*"]))
+            augs = ["+", "", "*", "-"] if self.list_type.is_float else ["+", "", "^", "*"]
+            return Assign(f"acc[{k}]", self.expr(self.list_type, scope), rng.choice(augs))
         if kind == "store":
             return self.store(rng.randrange(self.slots), scope)
         if kind == "exit":
             exits = ["return"] + (["break", "continue"] if scope.in_loop else [])
             exit_stmt = Exit(rng.choice(exits))
+            self.may_exit |= exit_stmt.kind == "return"
             if scope.depth > 0 and rng.random() < 0.2:  # bare, ending its block
                 return exit_stmt
             return If(self.condition(scope), (exit_stmt,))
@@ -290,13 +161,28 @@ class Generator:
                                                Lit(rng.randint(0, 4)), None),), None)
             return If(cond, self.block(scope.nested(), rng.randint(1, inner)),
                       self.block(scope.nested(), 1) if rng.random() < 0.5 else ())
-        var = f"j{self.counter}"
+        if kind == "shared_store":
+            return ShStore(self.shared_column(scope), self.expr(self.shared, scope))  # type: ignore[arg-type]
+        if kind == "atomic":
+            return self.atomic(scope)
+        if kind == "warp":
+            return self.warp_statement(scope)
+        if kind == "barrier":
+            self.barriers_left -= 1
+            self.any_row = not self.any_row  # the next phase reads any row, or writes its own
+            return Barrier()
+        var = f"j{self.counter}" if kind != "while" else f"w{self.counter}"
         self.counter += 1
         if kind == "static_for":
             args: tuple[Expr, ...] = (Name("C", None),) if rng.random() < 0.5 else (Lit(rng.randint(1, LIST_LEN)),)
             return For(var, args, self.block(scope.nested(static_var=var), rng.randint(1, inner)), static=True)
-        bound_t, args = self.range_args(scope)
-        return For(var, args, self.block(scope.nested(loop_var=(var, bound_t)), rng.randint(1, inner)))
+        if kind == "while":
+            limit = rng.choice([Name("n", i32), Lit(rng.randint(1, 3)),
+                                Bin("&", self.expr(i32, scope, 2), Lit(3), i32)])
+            cond = self.condition(scope, 2) if rng.random() < 0.5 else None
+            return While(var, limit, cond, self.block(scope.nested(loop_var=(var, i32)), rng.randint(1, inner)))
+        bound_t, bounds = self.range_args(scope)
+        return For(var, bounds, self.block(scope.nested(loop_var=(var, bound_t)), rng.randint(1, inner)))
 
     def range_args(self, scope: Scope) -> tuple[DType, tuple[Expr, ...]]:
         """Run-time bounds: the parameter `n`, a count read from the data, or one of another type."""
@@ -319,10 +205,47 @@ class Generator:
             return f"{rng.choice(scope.static_vars)} % {LIST_LEN}"
         return str(rng.randrange(LIST_LEN))
 
+    def shared_column(self, scope: Scope) -> Expr:
+        return Lit(self.rng.randrange(SHARED_COLS)) if self.rng.random() < 0.6 else self.index(scope)
+
     def store(self, slot: int, scope: Scope) -> Store:
-        t = self.rng.choice(INT_TYPES)
+        t = self.rng.choice(self.types)
         value = self.expr(t, scope)
-        return Store(slot, value if t == self.out_dtype else Cast(value, self.out_dtype))
+        return Store(slot, value if t == self.out_dtype else Cast(value, self.out_dtype), self.out_rank)
+
+    def atomic(self, scope: Scope) -> Atomic:
+        """An atomic into `hist` at a constant or masked run-time index."""
+        rng = self.rng
+        assert self.hist is not None
+        if self.hist_kind is None:  # one kind per program: add then max is not max then add
+            self.hist_kind = rng.choice(["min", "max"] if self.hist.is_float else ["add", "add", "min", "max"])
+        kind = self.hist_kind
+        index = Lit(rng.randrange(HIST)) if rng.random() < 0.4 else self.index(scope)
+        return Atomic(kind, index, self.expr(self.hist, scope, 1))
+
+    def warp_statement(self, scope: Scope) -> Assign:
+        """`v = dsl.<warp op>(...)`, its result of `v`'s type."""
+        rng = self.rng
+        name, t = rng.choice(list(scope.scalars.items()))
+        ops = ["shfl_xor", "shfl_down", "shfl_up", "shfl_idx", "warp_reduce"]
+        ops += ["ballot", "match_any"] * 2 if t == u32 else ["any", "all"] * 2 if t == boolean else []
+        op = rng.choice(ops)
+        width = rng.choice([32, 32, 32, 16, 8, 4, 2, 1])
+        tail: tuple[Expr, ...] = (Lit(width),) if width != 32 or rng.random() < 0.2 else ()
+        if op in ("ballot", "any", "all"):
+            return Assign(name, Call(f"dsl.{op}", (self.condition(scope),), t))
+        if op == "match_any":
+            source = rng.choice(INT_TYPES + (boolean,))
+            return Assign(name, Call("dsl.match_any", (self.expr(source, scope, 1),), t))
+        value = self.expr(t, scope, 1)
+        if op == "warp_reduce":
+            kind = "bool" if t == boolean else "float" if t.is_float else "int"
+            reduction = Name(repr(rng.choice(REDUCTIONS[kind])), None)
+            return Assign(name, Call("dsl.warp_reduce", (value, reduction) + tail, t))
+        lanes = width if op in ("shfl_xor", "shfl_idx") else 32
+        lane: Expr = Lit(rng.randrange(lanes)) if rng.random() < 0.5 else Bin(
+            "&", self.expr(i32, scope, 2), Lit(lanes - 1), i32)
+        return Assign(name, Call(f"dsl.{op}", (value, lane) + tail, t))
 
     # --- the whole program ---------------------------------------------------------------------
 
@@ -330,73 +253,123 @@ class Generator:
     def slots(self) -> int:
         return len(self.scalars) + LIST_LEN + 2
 
+    @property
+    def out_rank(self) -> int:
+        return 2 if "out" in self.rank2 else 1
+
     def make_helper(self) -> Helper:
         rng = self.rng
-        t = rng.choice(INT_TYPES)
-        params = (("a", t), ("b", rng.choice(same_signed_narrower(t))))
+        t = rng.choice(self.types)
+        params = (("a", t), ("b", rng.choice(widening_to(t))))
         scope = Scope(dict(params), kernel=False)
         saved, self.tensors = self.tensors, ()  # a helper sees its parameters only
         try:
-            value = self.binary(rng.choice(["+", "^", "*", "-"]), t, scope, 1)
+            a, b = self.operands(t, scope, 1)
+            value = Bin(rng.choice(["+", "*", "-"] if t.is_float else ["+", "^", "*", "-"]), a, b, t)
             cond = self.condition(scope, 2) if rng.random() < 0.6 else None
             alt = self.expr(t, scope, 2) if cond is not None else None
         finally:
             self.tensors = saved
         return Helper("h0", params, t, value, cond, alt)
 
+    def prologue(self) -> list[Stmt]:
+        """The shared array and its first contents (then a barrier), each variable's first value
+        (before any branch: a variable keeps its type), and `acc`."""
+        rng = self.rng
+        stmts: list[Stmt] = []
+        for name, t in self.scalars.items():
+            stmts.append(Assign(name, self.condition(Scope({})) if t == boolean else self.cast_leaf(t, Scope({}))))
+        # `acc`'s initialiser is raw text (a Name): it is a Python list, not a DSL expression.
+        # `[0] * 4` only for i32: a Python 0 carried into a run-time loop becomes an i32.
+        lt = self.list_type
+        if lt == i32 and rng.random() < 0.5:
+            stmts.append(Assign("acc", Name(f"[0] * {LIST_LEN}", None)))
+        elif any(tt == lt for _, tt in self.tensors) and rng.random() < 0.5:
+            name = next(n for n, tt in self.tensors if tt == lt)
+            row = f"{name}[g, k]" if name in self.rank2 else f"{name}[g * {WIDTH} + k]"
+            stmts.append(Assign("acc", Name(f"[{row} for k in dsl.static_range({LIST_LEN})]", None)))
+        else:
+            stmts.append(Assign("acc", Name(f"[dsl.cast(0, dsl.{lt.name})] * {LIST_LEN}", None)))
+        if self.wanted_shared is not None:
+            t = self.shared = self.wanted_shared
+            source, st = self.tensors[0]
+            first: Expr = Load(source, st, Name("js", None), 2 if source in self.rank2 else 1)
+            stmts = [Assign("sh", Name(f"dsl.SharedAllocator().array(dsl.{t.name}, ({self.block_size}, {SHARED_COLS}))",
+                                       None)),
+                     For("js", (Lit(SHARED_COLS),), (ShStore(Name("js", None), first if st == t else Cast(first, t)),),
+                         static=True),
+                     Barrier()] + stmts
+            self.any_row = True
+        return stmts
+
     def program(self) -> Program:
         rng = self.rng
         if rng.random() < 0.6:
             self.helpers.append(self.make_helper())
         base = Scope(dict(self.scalars))
-        prologue: list[Stmt] = []
-        for name, t in self.scalars.items():  # each variable is given its type once, before any branch
-            prologue.append(Assign(name, self.cast_leaf(t, Scope({}))))
-        # `acc`'s initialiser is raw text (a Name): it is a Python list, not a DSL expression.
-        # `[0] * 4` only for i32: a Python 0 carried into a run-time loop becomes an i32.
-        if self.list_type == i32 and rng.random() < 0.5:
-            prologue.append(Assign("acc", Name(f"[0] * {LIST_LEN}", None)))
-        elif any(tt == self.list_type for _, tt in self.tensors) and rng.random() < 0.5:
-            name = next(n for n, tt in self.tensors if tt == self.list_type)
-            prologue.append(Assign("acc", Name(f"[{name}[g * {WIDTH} + k] for k in dsl.static_range({LIST_LEN})]",
-                                               None)))
-        else:
-            prologue.append(Assign("acc", Name(f"[dsl.cast(0, dsl.{self.list_type.name})] * {LIST_LEN}", None)))
-        body = list(self.block(base, rng.randint(2, 6)))
+        prologue = self.prologue()
+        body: list[Stmt] = [self.warp_statement(base) for _ in range(rng.randint(1, 3) if self.warp else 0)]
+        body += self.block(base, rng.randint(2, 6))
+        if self.divergent_barrier:  # last: no warp operation may follow lanes that waited apart
+            body += [If(self.condition(base), (Barrier(phase=False),)), Barrier()]
         if rng.random() < REFUSAL_RATE:
             body.insert(rng.randrange(len(body) + 1), self.ill_typed(base))  # never after a bare exit: none at depth 0
         out = self.out_dtype
         epilogue: list[Stmt] = []
         for slot, (name, t) in enumerate(self.scalars.items()):
-            epilogue.append(Store(slot, Name(name, t) if t == out else Cast(Name(name, t), out)))
+            epilogue.append(Store(slot, Name(name, t) if t == out else Cast(Name(name, t), out), self.out_rank))
         for k in range(LIST_LEN):
             value: Expr = Name(f"acc[{k}]", self.list_type)
-            epilogue.append(Store(len(self.scalars) + k, value if self.list_type == out else Cast(value, out)))
+            epilogue.append(Store(len(self.scalars) + k, value if self.list_type == out else Cast(value, out),
+                                  self.out_rank))
         return Program(
             seed=self.seed, tensors=self.tensors, out_dtype=out, slots=self.slots, prologue=tuple(prologue),
             body=tuple(body + epilogue), helpers=tuple(self.helpers), n=rng.randint(-1, 5), const=rng.randint(1, 4),
-            block=rng.choice([32, 64]), grid=rng.choice([1, 2]), data_seed=rng.randrange(2**32), refusal=self.refusal,
+            block=self.block_size, grid=self.grid, data_seed=rng.randrange(2**32), refusal=self.refusal,
+            rank2=tuple(sorted(self.rank2)), hist=self.hist,
         )
 
     def ill_typed(self, scope: Scope) -> Stmt:
         """One line the rules refuse (DSL301), written on purpose; records why."""
         rng = self.rng
-        kind = rng.choice(["mixed", "store", "literal", "divide", "bool"])
-        name, t = rng.choice(list(scope.scalars.items()))
+        numbers = [(n, t) for n, t in scope.scalars.items() if t != boolean]
+        name, t = rng.choice(numbers) if numbers else ("v0", i32)
+        floats = [s for s in self.types if s.is_float]
+        kinds = ["mixed", "store", "literal", "divide", "bool"] + (["atomic"] if self.hist else [])
+        kind = rng.choice(kinds + (["float_int", "float_op"] if floats else []))
+        if kind == "float_int" or (kind in ("mixed", "literal", "divide") and t.is_float):
+            other = rng.choice(floats if not t.is_float else INT_TYPES)
+            self.refusal = f"{t.name} with {other.name}"
+            if not t.is_float and rng.random() < 0.5:
+                self.refusal = f"float literal beside {t.name}"
+                return Assign(name, Bin("+", Name(name, t), Lit(0.5), t))
+            return Assign(name, Bin("*", Name(name, t), self.expr(other, scope, 2), t))
+        if kind == "float_op":
+            f = rng.choice(floats)
+            op = rng.choice(["//", "<<", "&", "~"])
+            self.refusal = f"'{op}' on {f.name}"
+            value = Unary("~", self.expr(f, scope, 2)) if op == "~" else Bin(op, self.expr(f, scope, 2), Lit(2), f)
+            return Store(rng.randrange(self.slots), Cast(value, self.out_dtype), self.out_rank)
         if kind == "mixed":
             other = next(s for s in INT_TYPES if s.is_signed != t.is_signed)
             self.refusal = f"mixed signedness {t.name} with {other.name}"
             return Assign(name, Bin("+", Name(name, t), self.expr(other, scope, 2), t))
         if kind == "store":
-            wrong = next(s for s in INT_TYPES if s != self.out_dtype and s.bits != 64)
+            wrong = next(s for s in self.types if s != self.out_dtype and s.bits != 64)
             self.refusal = f"storing {wrong.name} into Tensor[{self.out_dtype.name}] without a cast"
-            return Store(rng.randrange(self.slots), self.expr(wrong, scope, 2))
+            return Store(rng.randrange(self.slots), self.expr(wrong, scope, 2), self.out_rank)
         if kind == "literal":
             self.refusal = f"literal {2 ** t.bits} beside {t.name} does not fit"
             return Assign(name, Bin("+", Name(name, t), Lit(2**t.bits), t))
         if kind == "divide":
             self.refusal = f"'/' on {t.name}"
             return Assign(name, Bin("/", Name(name, t), Lit(2), t))
+        if kind == "atomic":
+            assert self.hist is not None
+            wrong = next(s for s in self.types if s != self.hist)
+            kind = self.hist_kind or "max"
+            self.refusal = f"dsl.atomic_{kind} of {wrong.name} into Tensor[{self.hist.name}]"
+            return Atomic(kind, Lit(0), self.expr(wrong, scope, 2))
         self.refusal = "arithmetic on a bool"
         return Assign(name, Cast(Bin("+", self.condition(scope, 2), Lit(1), boolean), t))
 
@@ -404,3 +377,4 @@ class Generator:
 def generate(seed: int) -> Program:
     """The program for `seed` (deterministic: the same seed gives the same program and data)."""
     return Generator(seed).program()
+

@@ -5,6 +5,9 @@ shrinker has to take it apart: drop a statement, keep one branch of an `if`, rep
 expression by a typed zero. `render` turns the tree into the module source that both the
 compiler and the reference run; each node knows the DSL type of its value, which is what
 lets the generator write only well-typed code (or an ill-typed line on purpose).
+
+Every kernel is `@dsl.kernel(contract=False)`: with contraction on, the GPU may fuse
+`a * b + c` into one FMA and round once where the reference rounds twice.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from dataclasses import dataclass, field, replace
 from dsl.language.types import DType, boolean, i32
 
 INDENT = "    "
-WIDTH = 8  # input elements per thread: thread g reads x[g * WIDTH + 0 .. 7]
+WIDTH = 8  # input elements per thread: thread g reads x[g * WIDTH + 0 .. 7] (x[g, 0 .. 7] at rank 2)
 LIST_LEN = 4  # the per-thread list `acc`
+SHARED_COLS = 4  # the shared array `sh` has a row of this many elements per thread of the block
+HIST = 16  # elements of the atomics' target `hist`
 
 
 # --- expressions ---------------------------------------------------------------------------------
@@ -40,14 +45,15 @@ class Expr:
 
 @dataclass(frozen=True)
 class Lit(Expr):
-    value: int
+    value: int | float
 
     @property
     def type(self) -> DType | None:
         return None
 
     def render(self) -> str:
-        return f"({self.value})" if self.value < 0 else str(self.value)
+        text = repr(self.value)
+        return f"({text})" if text.startswith("-") else text
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,7 @@ class Load(Expr):
     tensor: str
     dtype: DType
     offset: Expr  # a Lit (0..7), a compile-time Name, or an i32 expression masked with & 7
+    rank: int = 1  # 2: `x[g, offset]`
 
     @property
     def type(self) -> DType | None:
@@ -77,14 +84,44 @@ class Load(Expr):
 
     def render(self) -> str:
         if isinstance(self.offset, Lit) or (isinstance(self.offset, Name) and self.offset.dtype is None):
-            return f"{self.tensor}[g * {WIDTH} + {self.offset.render()}]"
-        return f"{self.tensor}[g * {WIDTH} + ({self.offset.render()} & {WIDTH - 1})]"
+            column = self.offset.render()
+        else:
+            column = f"({self.offset.render()} & {WIDTH - 1})"
+        return f"{self.tensor}[g, {column}]" if self.rank == 2 else f"{self.tensor}[g * {WIDTH} + {column}]"
 
     def children(self) -> tuple[Expr, ...]:
         return (self.offset,)
 
     def with_children(self, kids: tuple[Expr, ...]) -> Expr:
         return replace(self, offset=kids[0])
+
+
+@dataclass(frozen=True)
+class ShLoad(Expr):
+    """`sh[t, col]` (the thread's own row), or `sh[row & (rows - 1), col]` (any row)."""
+
+    dtype: DType
+    col: Expr  # a Lit, or an i32 expression masked with & (SHARED_COLS - 1)
+    row: Expr | None = None
+    rows: int = 32
+
+    @property
+    def type(self) -> DType | None:
+        return self.dtype
+
+    def render(self) -> str:
+        row = "t" if self.row is None else f"({self.row.render()} & {self.rows - 1})"
+        return f"sh[{row}, {shared_column(self.col)}]"
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.col,) if self.row is None else (self.col, self.row)
+
+    def with_children(self, kids: tuple[Expr, ...]) -> Expr:
+        return replace(self, col=kids[0], row=kids[1] if len(kids) > 1 else None)
+
+
+def shared_column(col: Expr) -> str:
+    return col.render() if isinstance(col, Lit) else f"({col.render()} & {SHARED_COLS - 1})"
 
 
 @dataclass(frozen=True)
@@ -220,13 +257,49 @@ class Assign(Stmt):
 
 @dataclass(frozen=True)
 class Store(Stmt):
-    """`out[g * slots + slot] = value`; the value already has the output's type."""
+    """`out[g * slots + slot] = value` (`out[g, slot]` at rank 2); the value has the output's type."""
 
     slot: int
     value: Expr
+    rank: int = 1
 
     def render(self, depth: int) -> list[str]:
-        return [INDENT * depth + f"out[g * SLOTS + {self.slot}] = {self.value.render()}"]
+        where = f"g, {self.slot}" if self.rank == 2 else f"g * SLOTS + {self.slot}"
+        return [INDENT * depth + f"out[{where}] = {self.value.render()}"]
+
+
+@dataclass(frozen=True)
+class ShStore(Stmt):
+    """`sh[t, col] = value`: a thread writes its own row of the shared array only."""
+
+    col: Expr
+    value: Expr
+
+    def render(self, depth: int) -> list[str]:
+        return [INDENT * depth + f"sh[t, {shared_column(self.col)}] = {self.value.render()}"]
+
+
+@dataclass(frozen=True)
+class Atomic(Stmt):
+    """`dsl.atomic_<kind>(hist, index & (HIST - 1), value)`, its old value unused."""
+
+    kind: str
+    index: Expr
+    value: Expr
+
+    def render(self, depth: int) -> list[str]:
+        index = self.index.render() if isinstance(self.index, Lit) else f"{self.index.render()} & {HIST - 1}"
+        return [INDENT * depth + f"dsl.atomic_{self.kind}(hist, {index}, {self.value.render()})"]
+
+
+@dataclass(frozen=True)
+class Barrier(Stmt):
+    """`dsl.barrier()`; `phase`: one the shared-memory discipline relies on (never shrunk away)."""
+
+    phase: bool = True
+
+    def render(self, depth: int) -> list[str]:
+        return [INDENT * depth + "dsl.barrier()"]
 
 
 @dataclass(frozen=True)
@@ -259,6 +332,24 @@ class For(Stmt):
         fn = "dsl.static_range" if self.static else "range"
         head = f"for {self.var} in {fn}({', '.join(a.render() for a in self.args)}):"
         return [INDENT * depth + head] + render_block(self.body, depth + 1)
+
+
+@dataclass(frozen=True)
+class While(Stmt):
+    """A run-time `while` that ends: `w = 0 (i32)`, `while w < limit [and cond]:`, `w += 1` first."""
+
+    var: str
+    limit: Expr
+    cond: Expr | None
+    body: tuple[Stmt, ...]
+
+    def render(self, depth: int) -> list[str]:
+        test = f"{self.var} < {self.limit.render()}"
+        if self.cond is not None:
+            test += f" and {self.cond.render()}"
+        pad = INDENT * (depth + 1)
+        return [INDENT * depth + f"{self.var} = dsl.cast(0, dsl.i32)", INDENT * depth + f"while {test}:",
+                pad + f"{self.var} += 1"] + [line for s in self.body for line in s.render(depth + 1)]
 
 
 @dataclass(frozen=True)
@@ -312,6 +403,8 @@ class Program:
     data_seed: int = 0
     refusal: str | None = None  # why the compiler must refuse it (an ill-typed line written on purpose)
     extra_types: tuple[DType, ...] = field(default=())
+    rank2: tuple[str, ...] = ()  # the tensors (inputs, `out`) of shape (threads, WIDTH or SLOTS)
+    hist: DType | None = None  # the element type of `hist`, the atomics' target, when there is one
 
     @property
     def threads(self) -> int:
@@ -319,21 +412,27 @@ class Program:
 
     def type_names(self) -> list[str]:
         names = {t.name for _, t in self.tensors} | {self.out_dtype.name} | {t.name for t in self.extra_types}
-        return sorted(names | {"i32"})
+        return sorted(names | {"i32"} | ({self.hist.name} if self.hist else set()))
+
+    def annotation(self, name: str, t: DType) -> str:
+        return f"{name}: Tensor[{t.name}, 2]" if name in self.rank2 else f"{name}: Tensor[{t.name}]"
 
     def render(self) -> str:
-        params = ", ".join(f"{name}: Tensor[{t.name}]" for name, t in self.tensors)
-        signature = f"{params}, out: Tensor[{self.out_dtype.name}], n: Int32, C: Constexpr[int]"
-        args = ", ".join(name for name, _ in self.tensors)
+        params = [self.annotation(name, t) for name, t in self.tensors] + [self.annotation("out", self.out_dtype)]
+        names = [name for name, _ in self.tensors] + ["out"]
+        if self.hist is not None:
+            params.append(f"hist: Tensor[{self.hist.name}]")
+            names.append("hist")
+        signature = f"{', '.join(params)}, n: Int32, C: Constexpr[int]"
         lines = ["import dsl", f"from dsl import Constexpr, Int32, Tensor, {', '.join(self.type_names())}", "",
                  f"SLOTS = {self.slots}", ""]
         for h in self.helpers:
             lines += ["", *h.render(), ""]
-        lines += ["", "@dsl.kernel", f"def k({signature}):",
+        lines += ["", "@dsl.kernel(contract=False)", f"def k({signature}):",
                   f"{INDENT}t = dsl.thread_idx.x", f"{INDENT}g = dsl.block_idx.x * dsl.block_dim.x + t"]
         lines += render_block(self.prologue, 1) if self.prologue else []
         lines += render_block(self.body, 1)
         lines += ["", "", "@dsl.jit",
                   f"def run({signature} = {self.const}):",
-                  f"{INDENT}k({args}, out, n, C).launch(grid={self.grid}, block={self.block})", ""]
+                  f"{INDENT}k({', '.join(names)}, n, C).launch(grid={self.grid}, block={self.block})", ""]
         return "\n".join(lines)

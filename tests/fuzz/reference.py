@@ -1,235 +1,51 @@
-"""The reference semantics: a kernel's own Python source run as Python, one thread at a time.
+"""The reference semantics: a kernel's own Python source run as Python, thread by thread.
 
-Nothing here goes through the tracer. The module text the compiler sees is executed with
-`import dsl` answered by a stand-in module (`FakeDsl`): `@dsl.kernel` keeps the function,
-`.launch(grid, block)` calls it once per thread with `dsl.thread_idx` / `block_idx` / ...
-set for that thread, `dsl.static_range` is `range`, `dsl.const_expr` is the value itself.
-DSL scalars are `Val`s: fixed-width integers that follow the README's rules, taken from
-`dsl.language.types` (the same `promote` the compiler uses) and written out again here:
+Nothing here goes through the tracer or the interpreter. The module text the compiler sees
+is executed with `import dsl` answered by a stand-in module (`FakeDsl`): `@dsl.kernel` keeps
+the function, `.launch(grid, block)` runs it for every thread of every block with
+`dsl.thread_idx` / `block_idx` / ... set for that thread, `dsl.static_range` is `range`,
+`dsl.const_expr` is the value itself. DSL scalars are `scalars.Val`s, whose rules (integer
+wrap, truncating division, clamped shifts, IEEE floats, casts) are written out in
+`scalars.py` and `floats.py`.
 
-- a Python literal beside a value takes the value's type; it must fit the type's bits
-  (`-2**(b-1) <= lit < 2**b`, so 255 beside an i8 is -1 and -1 beside a u32 is 2**32 - 1);
-- integers of one signedness widen to the wider; mixed signedness, bool arithmetic, float
-  literals beside integers and `/` on integers are refused (`Refused`, the compiler's DSL301);
-- results wrap at the width; `//` and `%` truncate toward zero (C); shifts by the width or
-  more give PTX's clamped results (0, or -1 for a negative value shifted right);
-- comparisons give bools, which order as Python orders them (False < True);
-- `dsl.cast` / `.to` between integer widths wrap (sign- or zero-extend by the source's
-  signedness); `range(...)` over run-time bounds yields values of the bounds' type;
-- a tensor read or written out of bounds, and a division by zero, are `Fault`s.
+Threads that meet (`lockstep.py`): `dsl.barrier()` statements and `name = dsl.<warp op>(...)`
+statements are turned into `yield`s before the module runs, so the threads of a block run
+one after another up to a barrier and the lanes of a warp meet at each warp operation.
+Global tensors, shared arrays and atomics: `memory.py`.
 
-Left out of this first step (a kernel using them raises `Refused`): floats, vectors,
-barriers, shuffles and other warp operations, shared memory, atomics, `while` loops.
-Threads run one after another, so only kernels whose threads touch disjoint outputs (as
-the generator writes them) can be compared this way.
+A kernel using what is not modelled (vectors, `%` on floats, float atomic adds, ...) raises
+`Unmodelled` and is skipped, not judged.
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
 import types
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dsl.language import types as T
-from dsl.language.types import DType, promote
+from dsl.language.types import DType
+from tests.fuzz import lockstep
+from tests.fuzz.memory import Allocator, SharedArray, Tensor, atomic
+from tests.fuzz.scalars import (
+    Fault,
+    Refused,
+    Unmodelled,
+    Val,
+    absolute,
+    cast,
+    common,
+    intrinsic,
+    is_literal,
+    literal,
+    min_max,
+    wrap,
+)
 
-
-class Refused(Exception):
-    """The program breaks a typing rule: the compiler must refuse it (DSL301)."""
-
-
-class Fault(Exception):
-    """What the GPU would fault on or leave undefined: an out-of-bounds access, a division by zero."""
-
-
-def wrap(t: DType, value: int) -> int:
-    """`value` reduced to `t`'s width: the canonical Python int (signed or not) for its bits."""
-    if t.is_bool:
-        return value & 1
-    value &= (1 << t.bits) - 1
-    if t.is_signed and value >= 1 << (t.bits - 1):
-        value -= 1 << t.bits
-    return value
-
-
-def unsigned(t: DType, value: int) -> int:
-    return value & ((1 << t.bits) - 1)
-
-
-def literal(value: Any, like: DType) -> Val:
-    """A Python literal beside a `like` value (promotion rule 2)."""
-    if isinstance(value, float):
-        raise Refused(f"float literal {value} beside {like.name}")
-    if like.is_bool:
-        return Val(like, 1 if value else 0)
-    value = int(value)
-    if not -(2 ** (like.bits - 1)) <= value <= 2**like.bits - 1:
-        raise Refused(f"literal {value} does not fit in {like.name}")
-    return Val(like, wrap(like, value))
-
-
-def common(a: Any, b: Any, what: str) -> tuple[Val, Val, DType]:
-    """Both operands in their common type, or `Refused` where the rules say they don't mix."""
-    if isinstance(a, Val) and isinstance(b, Val):
-        t = promote(a.dtype, b.dtype)
-        if t is None:
-            raise Refused(f"mixed types {a.dtype.name} and {b.dtype.name} in '{what}'")
-        return a.to(t), b.to(t), t
-    if isinstance(a, Val):
-        return a, literal(b, a.dtype), a.dtype
-    if isinstance(b, Val):
-        return literal(a, b.dtype), b, b.dtype
-    raise Refused(f"'{what}' on {type(a).__name__} and {type(b).__name__}")
-
-
-def _is_literal(x: Any) -> bool:
-    return isinstance(x, bool | int | float)
-
-
-def _truncating_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
-
-
-def _shift(op: str, t: DType, a: int, amount: int) -> int:
-    amount = unsigned(t, amount)
-    if amount >= t.bits:  # PTX clamps the amount
-        return -1 if (op == ">>" and a < 0) else 0
-    return wrap(t, a << amount) if op == "<<" else a >> amount  # `a` is canonical: signed >> is arithmetic
-
-
-def arithmetic(op: str, a: Any, b: Any) -> Val:
-    if op == "/":
-        raise Refused("'/' on integers")
-    x, y, t = common(a, b, op)
-    if t.is_bool and op not in ("&", "|", "^"):
-        raise Refused(f"'{op}' on bool values")
-    if not (t.is_int or t.is_bool):
-        raise Refused(f"'{op}' on {t.name} (the reference has integers only)")
-    p, q = x.v, y.v
-    if op in ("//", "%"):
-        if q == 0:
-            raise Fault("integer division by zero")
-        quotient = _truncating_div(p, q)
-        return Val(t, wrap(t, quotient if op == "//" else p - q * quotient))
-    if op in ("<<", ">>"):
-        return Val(t, _shift(op, t, p, q))
-    result = {"+": p + q, "-": p - q, "*": p * q, "&": p & q, "|": p | q, "^": p ^ q}[op]
-    return Val(t, wrap(t, result))
-
-
-_COMPARE: dict[str, Callable[[int, int], bool]] = {
-    "<": lambda p, q: p < q, "<=": lambda p, q: p <= q, ">": lambda p, q: p > q,
-    ">=": lambda p, q: p >= q, "==": lambda p, q: p == q, "!=": lambda p, q: p != q,
-}
-
-
-def compare(op: str, a: Any, b: Any) -> Val:
-    x, y, _ = common(a, b, op)
-    return Val(T.boolean, int(_COMPARE[op](x.v, y.v)))  # canonical values compare by the type's signedness
-
-
-class Val:
-    """A DSL integer or bool scalar: its type and its canonical value (see `wrap`)."""
-
-    __slots__ = ("dtype", "v")
-    __hash__ = None  # type: ignore[assignment]  # `==` gives a Val, as in the DSL
-
-    def __init__(self, dtype: DType, v: int):
-        self.dtype = dtype
-        self.v = v
-
-    def __repr__(self) -> str:
-        return f"{self.dtype.name}({self.v})"
-
-    def to(self, t: DType) -> Val:
-        """A conversion (`dsl.cast`, `.to`): integers wrap; to bool is `!= 0`."""
-        if t == self.dtype:
-            return self
-        if not (t.is_int or t.is_bool) or t.kind == "index":
-            raise Refused(f"cast to {t.name} (the reference has integers only)")
-        return Val(t, int(self.v != 0) if t.is_bool else wrap(t, self.v))
-
-    def __bool__(self) -> bool:  # a run-time condition: numbers compared with zero
-        return self.v != 0
-
-    def __index__(self) -> int:
-        raise Refused("a run-time value used where a compile-time index is needed")
-
-    # binary operators, in both orders (a literal on the left comes through the reflected one)
-    def __add__(self, o: Any) -> Val: return arithmetic("+", self, o)
-    def __radd__(self, o: Any) -> Val: return arithmetic("+", o, self)
-    def __sub__(self, o: Any) -> Val: return arithmetic("-", self, o)
-    def __rsub__(self, o: Any) -> Val: return arithmetic("-", o, self)
-    def __mul__(self, o: Any) -> Val: return arithmetic("*", self, o)
-    def __rmul__(self, o: Any) -> Val: return arithmetic("*", o, self)
-    def __floordiv__(self, o: Any) -> Val: return arithmetic("//", self, o)
-    def __rfloordiv__(self, o: Any) -> Val: return arithmetic("//", o, self)
-    def __truediv__(self, o: Any) -> Val: return arithmetic("/", self, o)
-    def __rtruediv__(self, o: Any) -> Val: return arithmetic("/", o, self)
-    def __mod__(self, o: Any) -> Val: return arithmetic("%", self, o)
-    def __rmod__(self, o: Any) -> Val: return arithmetic("%", o, self)
-    def __lshift__(self, o: Any) -> Val: return arithmetic("<<", self, o)
-    def __rlshift__(self, o: Any) -> Val: return arithmetic("<<", o, self)
-    def __rshift__(self, o: Any) -> Val: return arithmetic(">>", self, o)
-    def __rrshift__(self, o: Any) -> Val: return arithmetic(">>", o, self)
-    def __and__(self, o: Any) -> Val: return arithmetic("&", self, o)
-    def __rand__(self, o: Any) -> Val: return arithmetic("&", o, self)
-    def __or__(self, o: Any) -> Val: return arithmetic("|", self, o)
-    def __ror__(self, o: Any) -> Val: return arithmetic("|", o, self)
-    def __xor__(self, o: Any) -> Val: return arithmetic("^", self, o)
-    def __rxor__(self, o: Any) -> Val: return arithmetic("^", o, self)
-    def __lt__(self, o: Any) -> Val: return compare("<", self, o)
-    def __le__(self, o: Any) -> Val: return compare("<=", self, o)
-    def __gt__(self, o: Any) -> Val: return compare(">", self, o)
-    def __ge__(self, o: Any) -> Val: return compare(">=", self, o)
-    def __eq__(self, o: Any) -> Val: return compare("==", self, o)  # type: ignore[override]
-    def __ne__(self, o: Any) -> Val: return compare("!=", self, o)  # type: ignore[override]
-
-    def __neg__(self) -> Val:
-        if self.dtype.is_bool:
-            raise Refused("unary '-' on a bool")
-        return Val(self.dtype, wrap(self.dtype, -self.v))
-
-    def __pos__(self) -> Val:
-        return self
-
-    def __invert__(self) -> Val:
-        if self.dtype.is_bool:
-            raise Refused("'~' on a bool (the reference leaves it out)")
-        return Val(self.dtype, wrap(self.dtype, ~self.v))
-
-
-def cast(value: Any, t: DType) -> Val:
-    if isinstance(value, Val):
-        return value.to(t)
-    if _is_literal(value):
-        return literal(value, t) if not t.is_bool else Val(t, int(bool(value)))
-    raise Refused(f"cannot cast {type(value).__name__}")
-
-
-def min_max(kind: str, *args: Any) -> Any:
-    if len(args) < 2:
-        raise Refused(f"dsl.{kind} of fewer than two values (the reference has no vectors)")
-    if all(_is_literal(a) for a in args):
-        return builtins.min(args) if kind == "min" else builtins.max(args)
-    acc = args[0]
-    for other in args[1:]:
-        x, y, t = common(acc, other, kind)
-        if t.is_bool:
-            raise Refused(f"dsl.{kind} on bool values")
-        acc = Val(t, builtins.min(x.v, y.v) if kind == "min" else builtins.max(x.v, y.v))
-    return acc
-
-
-def absolute(value: Any) -> Any:
-    if _is_literal(value):
-        return builtins.abs(value)
-    if value.dtype.is_bool:
-        raise Refused("dsl.abs on a bool")
-    return Val(value.dtype, wrap(value.dtype, builtins.abs(value.v))) if value.dtype.is_signed else value
+__all__ = ["Fault", "Outcome", "Refused", "T", "Tensor", "Unmodelled", "Val", "run"]
 
 
 def run_time_range(*args: Any) -> Iterator[Any]:
@@ -237,10 +53,12 @@ def run_time_range(*args: Any) -> Iterator[Any]:
     if not 1 <= len(args) <= 3:
         raise Refused("range takes 1 to 3 arguments")
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
-    if _is_literal(step) and step <= 0:
+    if is_literal(step) and step <= 0:
         raise Refused("a run-time loop needs a positive step")
     typed = [b for b in (start, stop, step) if isinstance(b, Val)]
     t = typed[0].dtype if typed else T.i32
+    if not t.is_int:
+        raise Refused(f"range over {t.name}")
     lo, hi, st = (b if isinstance(b, Val) else literal(b, t) for b in (start, stop, step))
     t1 = common(lo, hi, "range")[2]
     t2 = common(lo, st, "range")[2]
@@ -250,40 +68,6 @@ def run_time_range(*args: Any) -> Iterator[Any]:
     while i < hi.v:  # the DSL loop compares `i < hi` in the type; bounds here are small
         yield Val(t, i)
         i = wrap(t, i + st.v)
-
-
-@dataclass
-class Tensor:
-    """A global-memory tensor (rank 1): element values as canonical ints of `dtype`."""
-
-    name: str
-    dtype: DType
-    values: list[int]
-    shape: tuple[int, ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.shape = (len(self.values),)
-
-    def _offset(self, index: Any) -> int:
-        if isinstance(index, tuple):
-            raise Refused("multi-dimensional index (the reference has rank-1 tensors only)")
-        i = index.v if isinstance(index, Val) else index
-        if isinstance(index, Val) and not index.dtype.is_int:
-            raise Refused(f"index of type {index.dtype.name}")
-        if not 0 <= i < len(self.values):
-            raise Fault(f"out-of-bounds access of tensor '{self.name}' at element {i} (shape {self.shape})")
-        return i
-
-    def __getitem__(self, index: Any) -> Val:
-        return Val(self.dtype, self.values[self._offset(index)])
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        if _is_literal(value):
-            value = literal(value, self.dtype)
-        if not isinstance(value, Val) or value.dtype != self.dtype:
-            got = value.dtype.name if isinstance(value, Val) else type(value).__name__
-            raise Refused(f"storing {got} into Tensor[{self.dtype.name}]")
-        self.values[self._offset(index)] = value.v
 
 
 class _Dim3:
@@ -311,19 +95,23 @@ class _Launch:
         self.kernel, self.args = kernel, args
 
     def launch(self, grid: Any = 1, block: Any = 1, **_: Any) -> None:
-        """Every thread of every block, one after another (threads must not share outputs)."""
+        """Every block, one after another; its threads by `lockstep.run_block`."""
         fake = self.kernel.fake
         g, b = _dim3(grid), _dim3(block)
         fake.grid_dim.xyz, fake.block_dim.xyz = g, b
+        coords = [(tx, ty, tz) for tz in range(b[2]) for ty in range(b[1]) for tx in range(b[0])]
+
+        def enter(k: int) -> None:
+            fake.thread_idx.xyz, fake.current = coords[k], k
+
+        def barrier_passed() -> None:
+            fake.phase += 1
+
         for bz in range(g[2]):
             for by in range(g[1]):
                 for bx in range(g[0]):
-                    fake.block_idx.xyz = (bx, by, bz)
-                    for tz in range(b[2]):
-                        for ty in range(b[1]):
-                            for tx in range(b[0]):
-                                fake.thread_idx.xyz = (tx, ty, tz)
-                                self.kernel.fn(*self.args)
+                    fake.block_idx.xyz, fake.shared, fake.phase = (bx, by, bz), [], 0
+                    lockstep.run_block(self.kernel.fn, self.args, len(coords), enter, barrier_passed)
 
 
 class _Kernel:
@@ -336,7 +124,7 @@ class _Kernel:
 
 def _not_here(name: str) -> Callable[..., Any]:
     def refuse(*_: Any, **__: Any) -> Any:
-        raise Refused(f"dsl.{name} is not in the reference yet")
+        raise Unmodelled(f"dsl.{name} (here)")
 
     return refuse
 
@@ -352,13 +140,21 @@ class FakeDsl(types.ModuleType):
                 setattr(self, name, value)
         self.thread_idx, self.block_idx = _Dim3(), _Dim3()
         self.block_dim, self.grid_dim = _Dim3(), _Dim3()
+        self.current, self.phase = 0, 0
+        self.shared: list[SharedArray] = []
         self.cast = cast
         self.min = lambda *a: min_max("min", *a)
         self.max = lambda *a: min_max("max", *a)
         self.abs = absolute
+        for name in ("fma", "sqrt", "floor", "ceil", "trunc", "round", "isnan", "isinf"):
+            setattr(self, name, intrinsic(name))
+        for kind in ("add", "min", "max"):
+            setattr(self, f"atomic_{kind}", atomic(kind))
         self.static_range = range
         self.const_expr = lambda c: c
         self.cdiv = lambda a, b: -(-a // b)
+        self.lane_id = lambda: Val(T.i32, self.current % lockstep.WARP)
+        self.SharedAllocator = lambda dynamic=False: Allocator(self, dynamic)
 
     def kernel(self, fn: Callable[..., Any] | None = None, **_: Any) -> Any:
         if fn is None:
@@ -368,10 +164,68 @@ class FakeDsl(types.ModuleType):
     def jit(self, fn: Callable[..., Any] | None = None, **_: Any) -> Any:
         return fn if fn is not None else (lambda f: f)
 
-    def __getattr__(self, name: str) -> Any:  # anything else: not modelled yet
+    def __getattr__(self, name: str) -> Any:  # anything else (and a sync point not on its own): not modelled
         if name.startswith("__"):
             raise AttributeError(name)
         return _not_here(name)
+
+
+def _dsl_call(node: ast.AST, names: Sequence[str]) -> ast.Call | None:
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "dsl"):
+        return node
+    return None
+
+
+def _request(call: ast.Call, line: int) -> ast.Yield:
+    """`yield (op, line, (args...), {keywords})`: where the thread waits, and what it brings."""
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    keywords = ast.Dict(keys=[ast.Constant(k.arg) for k in call.keywords], values=[k.value for k in call.keywords])
+    return ast.Yield(ast.Tuple([ast.Constant(name), ast.Constant(line), ast.Tuple(list(call.args), ast.Load()),
+                                keywords], ast.Load()))
+
+
+class _SyncPoints(ast.NodeTransformer):
+    """In a kernel: `dsl.barrier()` and `x = dsl.<warp op>(...)` statements become `yield`s."""
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        call = _dsl_call(node.value, ("barrier", *lockstep.WARP_OPS))
+        if call is not None:
+            op = call.func.attr  # type: ignore[attr-defined]
+            return ast.Expr(_request(call, node.lineno)) if op != "barrier" else ast.Expr(ast.Yield(ast.Tuple(
+                [ast.Constant("barrier"), ast.Constant(node.lineno), ast.Tuple([], ast.Load()),
+                 ast.Dict(keys=[], values=[])], ast.Load())))
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        call = _dsl_call(node.value, lockstep.WARP_OPS)
+        if call is not None and len(node.targets) == 1:
+            node.value = _request(call, node.lineno)
+        return node
+
+
+class _DslNot(ast.NodeTransformer):
+    """`not x` becomes `__kdsl_not__(x)`: on a DSL value it is a DSL bool, as in the language
+    (Python's own `not` would give a Python bool, which has no `.to`)."""
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.Call(ast.Name("__kdsl_not__", ast.Load()), [node.operand], [])
+        return node
+
+
+def dsl_not(x: Any) -> Any:
+    return Val(T.boolean, int(not x)) if isinstance(x, Val) else not x
+
+
+def _with_sync_points(tree: ast.Module) -> ast.Module:
+    tree = _DslNot().visit(tree)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any(
+                "kernel" in ast.unparse(d) for d in node.decorator_list):
+            node.body = [_SyncPoints().visit(s) for s in node.body]
+    return ast.fix_missing_locations(tree)
 
 
 def load_module(source: str, filename: str = "<reference>") -> dict[str, Any]:
@@ -384,14 +238,15 @@ def load_module(source: str, filename: str = "<reference>") -> dict[str, Any]:
         if name == "dsl":
             return fake
         if name.startswith("dsl."):
-            raise Refused(f"import {name} (the reference models the top-level dsl only)")
+            raise Unmodelled(f"import {name} (the reference models the top-level dsl only)")
         return real_import(name, globals, locals, fromlist, level)
 
     scope_builtins = dict(vars(builtins))
     scope_builtins["__import__"] = fake_import
     scope_builtins["range"] = run_time_range  # a `range` in a kernel is a run-time loop
-    scope: dict[str, Any] = {"__builtins__": scope_builtins, "__name__": "reference_module"}
-    exec(compile(source, filename, "exec", dont_inherit=True), scope)
+    scope: dict[str, Any] = {"__builtins__": scope_builtins, "__name__": "reference_module", "__kdsl_not__": dsl_not}
+    tree = _with_sync_points(ast.parse(source, filename))
+    exec(compile(tree, filename, "exec", dont_inherit=True), scope)
     return scope
 
 
@@ -399,9 +254,10 @@ def load_module(source: str, filename: str = "<reference>") -> dict[str, Any]:
 class Outcome:
     """What the reference makes of one call: the tensors after it, or why there is no result."""
 
-    tensors: dict[str, list[int]] | None = None
+    tensors: dict[str, list[Any]] | None = None
     refused: str | None = None
     fault: str | None = None
+    unmodelled: str | None = None
 
 
 def run(source: str, function: str, tensors: Sequence[Tensor], scalars: Sequence[Val], **constexprs: int) -> Outcome:
@@ -413,4 +269,6 @@ def run(source: str, function: str, tensors: Sequence[Tensor], scalars: Sequence
         return Outcome(refused=str(err))
     except Fault as err:
         return Outcome(fault=str(err))
+    except Unmodelled as err:
+        return Outcome(unmodelled=str(err))
     return Outcome(tensors={t.name: list(t.values) for t in tensors})

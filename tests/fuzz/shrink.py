@@ -1,11 +1,13 @@
 """Shrinks a failing program to a small one that fails the same way.
 
 Greedy and one edit at a time, largest first: drop a statement, keep one side of an `if`,
-empty a loop, replace an expression by a same-typed part of it or by a typed zero, drop
-the helper, launch one block. An edit is kept when the smaller program still gets the same
-verdict (a mismatch stays a mismatch: an edit that makes the program refused, or makes it
-agree, is undone). Every edit keeps the program well typed, because each node carries its
-type and replacements are chosen by it.
+empty a loop, drop a `while`'s extra condition, replace an expression by a same-typed part of
+it or by a typed zero, drop the helper, launch one block. A barrier that separates two
+phases of shared-memory use is never dropped: without it threads would race, and the
+reference would fault for a reason the original program did not have. An edit is kept
+when the smaller program still gets the same verdict (a mismatch stays a mismatch: an edit
+that makes the program refused, or makes it agree, is undone). Every edit keeps the
+program well typed, because each node carries its type and replacements are chosen by it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,22 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from tests.fuzz.program import Assign, Call, Expr, For, If, Name, Program, Stmt, Store, typed_zero
+from tests.fuzz.program import (
+    Assign,
+    Atomic,
+    Barrier,
+    Call,
+    Expr,
+    For,
+    If,
+    Name,
+    Program,
+    ShStore,
+    Stmt,
+    Store,
+    While,
+    typed_zero,
+)
 
 
 def expr_edits(e: Expr) -> Iterator[Expr]:
@@ -52,14 +69,24 @@ def stmt_edits(s: Stmt) -> Iterator[tuple[Stmt, ...]]:
         for i, arg in enumerate(s.args):
             for smaller in expr_edits(arg):
                 yield (replace(s, args=s.args[:i] + (smaller,) + s.args[i + 1:]),)
-    elif isinstance(s, Assign | Store):
+    elif isinstance(s, While):
+        for body in block_edits(s.body):
+            yield (replace(s, body=body),)
+        if s.cond is not None:
+            yield (replace(s, cond=None),)
+            for cond in expr_edits(s.cond):
+                yield (replace(s, cond=cond),)
+        for limit in expr_edits(s.limit):
+            yield (replace(s, limit=limit),)
+    elif isinstance(s, Assign | Store | ShStore | Atomic):
         for value in expr_edits(s.value):
             yield (replace(s, value=value),)
 
 
 def block_edits(stmts: tuple[Stmt, ...]) -> Iterator[tuple[Stmt, ...]]:
     for i in range(len(stmts)):
-        yield stmts[:i] + stmts[i + 1:]
+        if not (isinstance(stmts[i], Barrier) and stmts[i].phase):  # type: ignore[attr-defined]
+            yield stmts[:i] + stmts[i + 1:]  # (without a phase's barrier, threads would race)
     for i, s in enumerate(stmts):
         for new in stmt_edits(s):
             yield stmts[:i] + new + stmts[i + 1:]
@@ -75,8 +102,12 @@ def program_edits(p: Program) -> Iterator[Program]:
     if p.const > 1:
         yield replace(p, const=1)
     rest = "\n".join(line for stmt in p.body for line in stmt.render(1))
+    if "sh[" not in rest and any(isinstance(s, Assign) and s.target == "sh" for s in p.prologue):
+        yield replace(p, prologue=tuple(s for s in p.prologue if isinstance(s, Assign) and s.target != "sh"))
+    if p.hist is not None and "dsl.atomic_" not in rest:
+        yield replace(p, hist=None)
     for i, s in enumerate(p.prologue):  # a variable nothing reads any more
-        if isinstance(s, Assign) and not re.search(rf"\b{re.escape(s.target)}\b", rest):
+        if isinstance(s, Assign) and s.target != "sh" and not re.search(rf"\b{re.escape(s.target)}\b", rest):
             yield replace(p, prologue=p.prologue[:i] + p.prologue[i + 1:])
     for i, s in enumerate(p.prologue):
         if isinstance(s, Assign) and s.target != "acc":

@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 
 import dsl
-from dsl import Int32, Tensor, bf16, f8e4m3, f8e5m2, f16, f32
+from dsl import Int32, Tensor, bf16, f8e4m3, f8e5m2, f16, f32, f64
 from dsl.frontend import fp8
 from dsl.interpreter import bits
 from dsl.runtime.launch import _bf16_bits
@@ -105,6 +105,26 @@ def test_fma_rounds_once():
         assert out[0, k] == np.float32(float(exact)), k  # one rounding (float64 is exact enough here)
         assert out[1, k] == (a[k] * b[k]) + c[k], k  # two roundings, as contract=False compiles it
     assert out[0, 0] == 2.0**-24 and out[1, 0] == 0.0
+
+
+@dsl.kernel
+def fused_f64(a: Tensor[f64], out: Tensor[f64]):
+    i = dsl.thread_idx.x
+    out[i] = dsl.fma(a[i], a[i], a[i])
+
+
+@dsl.jit
+def run_fused_f64(a: Tensor[f64], out: Tensor[f64]):
+    fused_f64(a, out).launch(grid=1, block=a.shape[0])
+
+
+def test_an_f64_fma_past_the_largest_double_is_infinite():
+    """Found by tests/fuzz: the exact result did not fit a float, and the overflow's own sign
+    was taken with `copysign(inf, exact)`, which converts the Fraction and overflows again."""
+    a = np.array([1e200, -1e200, 3.0], dtype=np.float64)
+    out = np.zeros(3, dtype=np.float64)
+    dsl.interpret(run_fused_f64, a, out)
+    assert list(out) == [math.inf, math.inf, 12.0]  # (-1e200)**2 - 1e200 is still far past the largest
 
 
 @dsl.kernel
