@@ -19,7 +19,7 @@ from mlir import ir
 
 from dsl.frontend import fp8, ops
 from dsl.frontend.values import DSLTypeError, Scalar, Vector, type_name
-from dsl.language.types import DType, boolean, f16, f32, i32, promote
+from dsl.language.types import DType, boolean, f16, f32, i32, promote, u32
 
 _TARGET: contextvars.ContextVar[Any] = contextvars.ContextVar("kdsl_trace_target", default=None)
 
@@ -160,14 +160,36 @@ def _convert(v: Any, src: DType, to: DType, ty: Any) -> Any:
     if src.is_float and to.is_int:
         if to.bits < 32:
             return _narrow_from_float(v, to, ty)
-        return ops.value("arith.fptosi" if to.is_signed else "arith.fptoui", ty, v)
+        return _saturating_to_int(v, src, to, ty)
     if src.bits < to.bits or (src.bits == to.bits and src != to):
         if src.bits == to.bits:  # f16 <-> bf16 through f32
             wide = ops.value("arith.extf", f32.mlir_type() if not isinstance(ty, ir.VectorType) else
                              ir.VectorType.get(ty.shape, f32.mlir_type()), v)
             return ops.value("arith.truncf", ty, wide)
         return ops.value("arith.extf", ty, v)
-    return ops.value("arith.truncf", ty, v)
+    return ops.value("arith.truncf", ty, _rounded_apart(v, src))
+
+
+_MANTISSA = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
+
+
+def _rounded_apart(v: Any, src: DType) -> Any:
+    """`v`, made so that narrowing it rounds again. MLIR's canonicalizer folds
+    `truncf(uitofp x)` into one conversion straight to the narrow type, which rounds once
+    where the program rounds twice (a u64 near 2**62 cast to f64, then to f32, came out one
+    ulp apart on an H200). Where the first conversion may round (its integer is wider than
+    `src`'s significand), `copysign(v, v)` stands between them: the canonicalizer does not look
+    through it, and LLVM, which keeps exactness in mind, removes it (it is libdevice's
+    `__nv_copysign`, inlined away: the PTX is the two `cvt.rn`s)."""
+    owner = getattr(v, "owner", None)
+    name = getattr(owner, "name", "")
+    if name not in ("arith.sitofp", "arith.uitofp"):
+        return v
+    source = owner.operands[0].type
+    element = ir.VectorType(source).element_type if isinstance(source, ir.VectorType) else source
+    if isinstance(element, ir.IntegerType) and element.width <= _MANTISSA.get(src.name, 0):
+        return v  # the integer converts exactly: one rounding is the program's rounding
+    return ops.same_type("math.copysign", v, v)
 
 
 def _integer_range(t: DType) -> tuple[int, int]:
@@ -182,6 +204,36 @@ def _saturated(value: float, to: DType) -> int:
     return lo if value <= lo else hi if value >= hi else int(value)
 
 
+def _saturating_to_int(v: Any, src: DType | None, to: DType, ty: Any) -> Any:
+    """Float to a 32- or 64-bit integer as the README says (toward zero, saturating, NaN to 0).
+    LLVM's `fptosi`/`fptoui` are poison out of range, and it used that: on an H200 a NaN or a
+    negative f64 cast to u64 came back as 2**63. So the edges are selected explicitly (the
+    out-of-range lanes' poison is never chosen); in range it is one `cvt.rzi`. The limits are
+    powers of two, exact in every float type (or infinite in f16, which then never reaches
+    them but at infinity)."""
+    float_ty = v.type
+    shape = ir.VectorType(ty).shape if isinstance(ty, ir.VectorType) else None
+    elem_float = ir.VectorType(float_ty).element_type if shape else float_ty
+    elem_int = ir.VectorType(ty).element_type if shape else ty
+
+    def const(t: Any, n: Any, wide: Any) -> Any:
+        if isinstance(n, int) and n >= 2**63:  # the bindings take a signed 64-bit value: the same bits
+            n -= 2**64
+        c = ops.constant(t, n)
+        return ops.value("vector.broadcast", wide, c) if shape else c
+
+    bits = to.bits
+    lo, hi = _integer_range(to)
+    converted = ops.value("arith.fptosi" if to.is_signed else "arith.fptoui", ty, v)
+    above = ops.cmpf("oge", v, const(elem_float, float(2 ** (bits - 1) if to.is_signed else 2**bits), float_ty))
+    below = ops.cmpf("ole" if to.is_signed else "olt", v,
+                     const(elem_float, float(-(2 ** (bits - 1))) if to.is_signed else 0.0, float_ty))
+    out = ops.value("arith.select", ty, above, const(elem_int, hi, ty), converted)
+    out = ops.value("arith.select", ty, below, const(elem_int, lo, ty), out)
+    nan = ops.cmpf("uno", v, v)
+    return ops.value("arith.select", ty, nan, const(elem_int, 0, ty), out)
+
+
 def _narrow_from_float(v: Any, to: DType, ty: Any) -> Any:
     """Float to an 8- or 16-bit integer, saturating to its range as the README says. PTX
     converts to 16 or 32 bits only (LLVM writes `cvt.rzi.s16.f32`, whose result it then
@@ -194,11 +246,11 @@ def _narrow_from_float(v: Any, to: DType, ty: Any) -> Any:
         return ops.value("vector.broadcast", word_ty, c) if shape else c
 
     lo, hi = _integer_range(to)
+    wide = _saturating_to_int(v, None, i32 if to.is_signed else u32, word_ty)
     if to.is_signed:
-        wide = ops.value("arith.fptosi", word_ty, v)
         clamped = ops.same_type("arith.maxsi", ops.same_type("arith.minsi", wide, word(hi)), word(lo))
     else:
-        clamped = ops.same_type("arith.minui", ops.value("arith.fptoui", word_ty, v), word(hi))
+        clamped = ops.same_type("arith.minui", wide, word(hi))
     return ops.value("arith.trunci", ty, clamped)
 
 

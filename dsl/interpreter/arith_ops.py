@@ -266,6 +266,7 @@ MAKERS["arith.maximumf"] = _floatbinary(_maximum)
 MAKERS["arith.minimumf"] = _floatbinary(_minimum)
 MAKERS["arith.maxnumf"] = _floatbinary(np.fmax)
 MAKERS["arith.minnumf"] = _floatbinary(np.fmin)
+MAKERS["math.copysign"] = _floatbinary(np.copysign)  # exact: no rounding
 
 
 @_maker("arith.negf", "math.absf")

@@ -27,6 +27,10 @@ _call_jit: Any = None  # dsl.runtime.jit_call.call_jit
 _compile_function: Any = None  # dsl.compiler.api.compile
 _call_autotuned: Any = None  # dsl.runtime.autotune.call
 _torch_op: Any = None  # dsl.torch.registry.torch_op
+# set by `dsl.torch` where torch is installed: whether torch.compile is tracing, and the call of
+# a jit function's operator that tracing records instead of the call (`dsl.torch.dynamo`)
+_torch_compiling: Any = None
+_torch_graph_call: Any = None
 
 
 # The compile hints a kernel takes besides `known_block_size`, with their defaults. The
@@ -147,6 +151,8 @@ class _PythonJitCall:
     """The pure-Python twin of `_jitcall.c` (used where that optional module is not built)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _torch_compiling is not None and _torch_compiling():  # torch.compile traces this call
+            return _torch_graph_call(self, args, kwargs)
         arity, launch = self._fast  # type: ignore[attr-defined]  # one read: a matching pair
         if len(args) == arity and not kwargs:
             # The common case: the same specialization as the previous call. Its launcher

@@ -28,6 +28,12 @@ def operator_of(jit_fn: Any) -> Any:
     return getattr(torch.ops.kdsl, operator_name(jit_fn))
 
 
+def registered_name(jit_fn: Any) -> str:
+    """The operator's name, read as an attribute where it is registered already: torch 2.11's
+    Dynamo calls a constant function only with constant arguments, and a jit function is none."""
+    return getattr(jit_fn, "_kdsl_torch_op_name", None) or operator_name(jit_fn)
+
+
 def call_operator(name: str, args: tuple, kwargs: dict) -> Any:
     """Calls `torch.ops.kdsl.<name>`."""
     return getattr(torch.ops.kdsl, name)(*args, **kwargs)
@@ -39,14 +45,20 @@ def install() -> bool:
     global _installed
     if _installed:
         return True
+    from dsl.language import decorators
     from dsl.language.decorators import JitFunction
+
+    # The pure-Python `__call__` (no C fast path, KDSL_PURE_PYTHON=1) asks itself whether it is
+    # being traced: Dynamo answers `torch.compiler.is_compiling()` with a constant, on every torch.
+    decorators._torch_graph_call = lambda fn, args, kwargs: call_operator(registered_name(fn), args, kwargs)
+    decorators._torch_compiling = torch.compiler.is_compiling
 
     substitute = getattr(torch.compiler, "substitute_in_graph", None)
     if substitute is None:
         return False
 
     def jit_call_in_graph(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return getattr(torch.ops.kdsl, operator_name(self))(*args, **kwargs)
+        return getattr(torch.ops.kdsl, registered_name(self))(*args, **kwargs)
 
     try:
         substitute(inspect.getattr_static(JitFunction, "__call__"), skip_signature_check=True)(jit_call_in_graph)

@@ -22,6 +22,7 @@ analysing it registers nothing.
 from __future__ import annotations
 
 import inspect
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -49,7 +50,10 @@ def op(fn: Any, *, outputs: Mapping[str, str | Callable[..., Any]], name: str | 
         raise TypeError(f"dsl.torch.op({sig.function}): every tensor is an output, so the operator would take no "
                         "tensor, and torch picks an operator's kernel (CPU or CUDA) by its tensor arguments; keep a "
                         "tensor input, or use the function's mutating operator, fn.torch_op")
-    return FunctionalOp(fn, sig, allocators, name)
+    made = FunctionalOp(fn, sig, allocators, name)
+    if sys.modules.get("torch") is not None:  # now, outside any trace: older Dynamo cannot call it there
+        made._register()
+    return made
 
 
 class FunctionalOp:
@@ -68,7 +72,7 @@ class FunctionalOp:
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        name = _registered_name(self)
+        name = self._registered or _registered_name(self)  # an attribute Dynamo reads as a constant
         from dsl.torch.dynamo import call_operator
 
         return call_operator(name, args, kwargs)
