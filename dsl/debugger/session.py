@@ -155,6 +155,7 @@ class DebugSession:
         self._terminating = False
         self._entry_pending = False
         self._launch: LaunchInfo | None = None
+        self._faulted: LaunchInfo | None = None  # the launch a fault stop was made in
         self._last: dict[int, tuple[StepMarker, Any]] = {}  # per program thread: its latest marker
         self.refs = References()
         self._thread: threading.Thread | None = None
@@ -395,8 +396,13 @@ class DebugSession:
             return
 
     def fault(self, error: Any, st: Any) -> None:
+        """A fault: stop on its line, once a launch (a deadlock faults every waiting warp)."""
         if not self.break_on_faults or self._terminating:
             return
+        with self._cv:
+            if self._faulted is not None and self._faulted is self._launch:
+                return
+            self._faulted = self._launch
         lane = error.lane
         last = self._last.get(threading.get_ident())
         marker = last[0] if last is not None and last[1] is st else None

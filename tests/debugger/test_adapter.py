@@ -201,3 +201,15 @@ def test_a_jit_function_on_its_examples(client: DapClient):
     client.request("continue")
     assert client.event("exited")["body"]["exitCode"] == 0
     assert "run_steps: ran in" in client.output()
+
+
+def test_a_divergent_barrier_stops_where_the_skipped_threads_wait(client: DapClient):
+    client.start({"program": SCRIPT, "args": ["barrier"]})
+    stop = client.stopped()
+    assert stop["reason"] == "exception" and "barrier" in stop["text"]
+    frame = client.top_frame(stop["threadId"])
+    # the second barrier, reached by thread 16: the first thread that skipped the first one
+    assert frame["line"] == 65 and "thread (16, 0, 0) of block (0, 0, 0)" in frame["name"]
+    assert client.locals(frame["id"])["t"]["value"] == "16"
+    client.request("continue")
+    assert client.event("exited")["body"]["exitCode"] == 1

@@ -55,3 +55,17 @@ def run_shared_sum(x: Tensor[f32], out: Tensor[f32]):
 @dsl.jit
 def run_out_of_bounds(x: Tensor[f32], out: Tensor[f32]):
     out_of_bounds(x, out).launch(grid=1, block=64)
+
+
+@dsl.kernel
+def divergent_barrier(out: Tensor[f32]):
+    t = dsl.thread_idx.x
+    if t < 16:
+        dsl.barrier()
+    dsl.barrier()
+    out[t] = 1.0
+
+
+@dsl.jit
+def run_divergent_barrier(out: Tensor[f32]):
+    divergent_barrier(out).launch(grid=1, block=64)

@@ -3,7 +3,7 @@
 import sys
 
 import numpy as np
-from kernels import run_out_of_bounds, run_shared_sum, run_steps
+from kernels import run_divergent_barrier, run_out_of_bounds, run_shared_sum, run_steps
 
 
 def main(which: str) -> None:
@@ -19,6 +19,8 @@ def main(which: str) -> None:
         print("shared:", out.tolist())
     elif which == "fault":
         run_out_of_bounds(np.zeros(64, dtype=np.float32), np.zeros(64, dtype=np.float32))
+    elif which == "barrier":
+        run_divergent_barrier(np.zeros(64, dtype=np.float32))
     elif which == "loop":
         x = np.arange(256, dtype=np.int32)
         out = np.zeros(256, dtype=np.int32)
