@@ -321,6 +321,29 @@ def test_run_on_cpu_shows_what_ran(walk: Walk):
     assert later == [], f"declining the question was followed by {later}"
 
 
+def test_debug_on_cpu_stops_at_a_breakpoint_with_the_focus_threads_variables(walk: Walk):
+    """F9 on the kernel's store, then the Debug on CPU lens: the kdsl debugger (the extension
+    starts `python -m lsp.dap`) stops there, the Variables view shows the focus thread's `i`
+    (thread 0 of block 0: 0), and Continue runs the program to its end."""
+    workbench = walk.workbench
+    page = workbench.page
+    workbench.focus_group(0)
+    workbench.go_to(KERNEL_STORE)
+    workbench.run_command("Debug: Toggle Breakpoint")
+    _click_lens(walk, JIT_DEF, "Debug on CPU")
+    page.locator(".debug-top-stack-frame-line").first.wait_for(timeout=COMPILER_S * 1000)  # stopped in the kernel
+    rows = page.locator(".debug-view-content .monaco-list-row")
+    variables = wait_until(lambda: [r.inner_text().replace("\n", " ") for r in rows.all()],
+                           lambda texts: "i = 0" in texts, "the focus thread's i in the Variables view", COMPILER_S)
+    assert "n = 4096" in variables and "Thread" in variables, variables  # Run on CPU's inputs: 4096 elements
+    assert any(t.startswith("warp 0 · threads 0-31 of block (0, 0, 0) (focus)") for t in variables), variables
+    assert any(t.startswith("saxpy · thread (0, 0, 0) of block (0, 0, 0) saxpy.py 11:1") for t in variables), variables
+    page.screenshot(path=walk.artifacts / "debug-stopped.png")
+    workbench.run_command("Debug: Continue")
+    page.locator(".debug-top-stack-frame-line").first.wait_for(state="detached", timeout=COMPILER_S * 1000)
+    workbench.run_command("Debug: Toggle Breakpoint")  # the cursor is still on the line: off again
+
+
 def test_no_error_notification_and_no_error_line_in_the_output_channel(walk: Walk):
     workbench = walk.workbench
     workbench.show_output_channel("kdsl")
