@@ -87,9 +87,13 @@ def _show(ls: KdslLanguageServer, message: str, ok: bool) -> None:
     ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
 
-def _args(arguments: tuple[Any, ...]) -> tuple[str, str]:
+def command_arguments(command: str, arguments: tuple[Any, ...]) -> tuple[str, str]:
+    """(uri, function name) of a command's arguments; anything else is the client's mistake,
+    answered as invalid params (-32602) naming the command, not an internal error."""
     if len(arguments) < 2 or not all(isinstance(a, str) for a in arguments[:2]):
-        raise ValueError("expected arguments [uri, function name]")
+        from pygls.exceptions import JsonRpcInvalidParams
+
+        raise JsonRpcInvalidParams(f"{command} takes the arguments [uri, function name], not {list(arguments)!r}")
     return arguments[0], arguments[1]
 
 
@@ -179,10 +183,10 @@ def _refresh_code_lenses(ls: KdslLanguageServer) -> None:
         ls.workspace_code_lens_refresh(None)
 
 
-async def run_command(ls: Any, arguments: Any, title: str, work: Any) -> dict[str, Any]:
+async def run_command(ls: Any, command: str, arguments: Any, title: str, work: Any) -> dict[str, Any]:
     """One of the compile and run commands: `work(ls, uri, name)` under work-done progress
     titled `title` (with the function's name), its message shown to the user."""
-    uri, name = _args(arguments)
+    uri, name = command_arguments(command, arguments)
     cancelled = {"ok": False, "message": f"{name}: cancelled"}
     result = await with_progress(ls, title.format(name=name), lambda: work(ls, uri, name), cancelled)
     if not result.get("dismissed"):
@@ -194,12 +198,12 @@ def register(server: KdslLanguageServer) -> None:
     @server.command(COMPILE)
     # `ls` stays unannotated: pygls resolves command handlers' annotations at call time.
     async def compile_command(ls, *arguments: Any) -> dict[str, Any]:
-        return await run_command(ls, arguments, "Compiling {name}", compile_function)
+        return await run_command(ls, COMPILE, arguments, "Compiling {name}", compile_function)
 
     @server.command(RUN)
     async def run_on_gpu_command(ls, *arguments: Any) -> dict[str, Any]:
-        return await run_command(ls, arguments, "Running {name} on the GPU", run_function)
+        return await run_command(ls, RUN, arguments, "Running {name} on the GPU", run_function)
 
     @server.command(RUN_ON_CPU)
     async def run_on_cpu_command(ls, *arguments: Any) -> dict[str, Any]:
-        return await run_command(ls, arguments, "Running {name} on the CPU (interpreter)", run_on_cpu)
+        return await run_command(ls, RUN_ON_CPU, arguments, "Running {name} on the CPU (interpreter)", run_on_cpu)

@@ -197,4 +197,5 @@ def register(server: KdslLanguageServer) -> None:
 
     @server.command(PROFILE)
     async def profile_command(ls, *arguments: Any) -> dict[str, Any]:
-        return await run_command(ls, arguments, "Profiling {name} on the GPU (Nsight Compute)", profile_function)
+        return await run_command(ls, PROFILE, arguments, "Profiling {name} on the GPU (Nsight Compute)",
+                                 profile_function)

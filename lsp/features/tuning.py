@@ -146,14 +146,12 @@ async def tune_function(ls: KdslLanguageServer, uri: str, name: str) -> dict[str
 
 
 def register(server: KdslLanguageServer) -> None:
-    from lsp.features.commands import with_progress
+    from lsp.features.commands import command_arguments, with_progress
 
     @server.command(AUTOTUNE)
     # `ls` stays unannotated: pygls resolves command handlers' annotations at call time.
     async def autotune_command(ls, *arguments: Any) -> dict[str, Any]:
-        if len(arguments) < 2 or not all(isinstance(a, str) for a in arguments[:2]):
-            raise ValueError("expected arguments [uri, function name]")
-        uri, name = arguments[0], arguments[1]
+        uri, name = command_arguments(AUTOTUNE, arguments)
         cancelled = {"ok": False, "message": f"{name}: cancelled"}
         result = await with_progress(ls, f"Autotuning {name} on the GPU", lambda: tune_function(ls, uri, name),
                                      cancelled)

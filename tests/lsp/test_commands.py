@@ -60,3 +60,16 @@ async def test_run_on_the_gpu(client):
     assert re.fullmatch(r"run_saxpy: median \d+\.\d{3} ms, \d+\.\d GB/s, no reference declared \(run_saxpy on .+\)",
                         result["message"]), result["message"]
     assert progress_kinds(client) == [["begin", "end"]]
+
+
+@pytest.mark.parametrize("command", ["kdsl.compile", "kdsl.run", "kdsl.runOnCpu", "kdsl.profile", "kdsl.autotune"])
+async def test_a_command_without_its_arguments_is_invalid_params_not_an_internal_error(client, command):
+    """Found by random editor operations: `kdsl.compile` with no arguments was answered -32603
+    with a traceback in the log."""
+    from pygls.exceptions import JsonRpcInvalidParams
+
+    await initialize(client)
+    for arguments in ([], ["file:///w/saxpy.py"], [1, 2]):
+        with pytest.raises(JsonRpcInvalidParams, match=rf"{command} takes the arguments \[uri, function name\]"):
+            await client.workspace_execute_command_async(types.ExecuteCommandParams(command=command,
+                                                                                   arguments=arguments))
