@@ -213,8 +213,9 @@ _counter = iter(range(10**9))
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(initial=_TEXT, operations=st.lists(_OPERATION, max_size=12))
 def test_random_edits_and_requests(server, initial, operations):
-    """No traceback, every request answered (-32602 exactly for negative positions), and the
-    server's text equal to the reference after every edit."""
+    """No traceback and no error logged (a handler that failed inside is answered, but logged),
+    every request answered (-32602 exactly for negative positions), and the server's text equal
+    to the reference after every edit."""
     uri = f"file:///sync/random_{next(_counter)}.py"
     _open(server, uri, initial)
     text, version, sent = initial, 1, []
@@ -246,4 +247,7 @@ def test_random_edits_and_requests(server, initial, operations):
         if invalid:
             assert answer["error"]["code"] == -32602
     assert _server_text(server, uri) == {"version": version, "text": text}
-    assert "Traceback" not in server.stderr
+    # a handler that failed inside (and was answered anyway), or a task left pending, is logged
+    # (the dropped notifications with negative positions are logged too: the client's mistake)
+    for sign in ("Traceback", "Task was destroyed but it is pending", "Failed to handle", "Exception"):
+        assert sign not in server.stderr, server.stderr[-3000:]
