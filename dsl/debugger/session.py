@@ -420,6 +420,8 @@ class DebugSession:
         if bp.condition is None:
             if focus_active:
                 return focus
+            if st.first is not None and focus is None:  # one warp running alone: the focus thread's warp stops
+                return None
             return self._first_in_focus_block(st, active)
         candidates = np.flatnonzero(active)
         try:

@@ -213,3 +213,18 @@ def test_a_divergent_barrier_stops_where_the_skipped_threads_wait(client: DapCli
     assert client.locals(frame["id"])["t"]["value"] == "16"
     client.request("continue")
     assert client.event("exited")["body"]["exitCode"] == 1
+
+
+def test_warps_that_run_apart_stop_only_in_the_focus_threads_warp(client: DapClient):
+    """A kernel with a named barrier runs one warp per thread of the interpreter: the breakpoint
+    stops the focus thread's warp (warp 1 here), once; the other warp does not stop."""
+    client.start({"program": SCRIPT, "args": ["warps"], "thread": [40, 0, 0]}, {KERNELS: [{"line": 79}]})
+    stop = client.stopped()
+    assert stop["threadId"] == 2  # warp 1, as the threads view numbers warps from 1
+    frame = client.top_frame(stop["threadId"])
+    assert frame["line"] == 79 and "thread (40, 0, 0)" in frame["name"]
+    assert client.locals(frame["id"])["v"]["value"] == "80"
+    client.request("continue")
+    assert client.event("exited")["body"]["exitCode"] == 0
+    assert sum(1 for e in client.events if e["event"] == "stopped") == 0  # the first was taken: no other
+    assert "warps: [0, 81]" in client.output()

@@ -69,3 +69,16 @@ def divergent_barrier(out: Tensor[f32]):
 @dsl.jit
 def run_divergent_barrier(out: Tensor[f32]):
     divergent_barrier(out).launch(grid=1, block=64)
+
+
+@dsl.kernel
+def by_warps(out: Tensor[i32]):
+    t = dsl.thread_idx.x
+    v = t * 2
+    dsl.named_barrier(1, 64)
+    out[t] = v + t // 32
+
+
+@dsl.jit
+def run_by_warps(out: Tensor[i32]):
+    by_warps(out).launch(grid=1, block=64)

@@ -3,7 +3,7 @@
 import sys
 
 import numpy as np
-from kernels import run_divergent_barrier, run_out_of_bounds, run_shared_sum, run_steps
+from kernels import run_by_warps, run_divergent_barrier, run_out_of_bounds, run_shared_sum, run_steps
 
 
 def main(which: str) -> None:
@@ -21,6 +21,10 @@ def main(which: str) -> None:
         run_out_of_bounds(np.zeros(64, dtype=np.float32), np.zeros(64, dtype=np.float32))
     elif which == "barrier":
         run_divergent_barrier(np.zeros(64, dtype=np.float32))
+    elif which == "warps":
+        out = np.zeros(64, dtype=np.int32)
+        run_by_warps(out)
+        print("warps:", out[[0, 40]].tolist())
     elif which == "loop":
         x = np.arange(256, dtype=np.int32)
         out = np.zeros(256, dtype=np.int32)
