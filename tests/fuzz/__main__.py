@@ -1,39 +1,22 @@
-"""`python -m tests.fuzz --programs N [--seed S] [--gpu]`: differential testing from the command line.
+"""`python -m tests.fuzz --programs N [--seed S] [--gpu] [--jobs J]`: differential testing from the command line.
 
 Program `i` of a run is `generate(S + i)`, so a failure's seed alone reproduces it
 (`--seed <that seed> --programs 1`). Prints how many programs were generated, compiled,
 refused and compared; every failure with its seed and a shrunk reproducer. Exits 1 on any
-disagreement or internal error, else 0.
+disagreement or internal error, else 0. `--jobs J` splits the seeds into J runs in processes
+of their own (a long `--gpu` run on a machine with many cores: each compiles on its own core).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import sys
-import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 
-from tests.fuzz.generate import generate
-from tests.fuzz.harness import FAILURES, check, quiet_environment
-from tests.fuzz.program import Program
-from tests.fuzz.shrink import shrink
-
-
-def report_failure(program: Program, status: str, detail: str, directory: Path, gpu: bool, do_shrink: bool) -> None:
-    print(f"\n=== seed {program.seed}: {status} ===")
-    print(detail.rstrip())
-    if do_shrink:
-        small = shrink(program, lambda p: check(p, directory, gpu).status == status)
-        verdict = check(small, directory, gpu)
-        print(f"--- shrunk reproducer (seed {program.seed}, n={small.n}, C={small.const}, "
-              f"data seed {small.data_seed}) ---")
-        print(small.render().rstrip())
-        print(verdict.detail.rstrip())
-    else:
-        print(program.render().rstrip())
-    sys.stdout.flush()
+from tests.fuzz.harness import FAILURES, quiet_environment
+from tests.fuzz.runs import run_block, run_seeds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the first program's seed")
     parser.add_argument("--gpu", action="store_true", help="also run each program on the GPU, where one is present")
     parser.add_argument("--no-shrink", action="store_true", help="print failing programs as generated")
+    parser.add_argument("--jobs", type=int, default=1, help="processes to split the seeds among")
     args = parser.parse_args(argv)
 
     quiet_environment()
@@ -55,14 +39,17 @@ def main(argv: list[str] | None = None) -> int:
 
     counts: Counter[str] = Counter()
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="kdsl-fuzz-") as tmp:
-        directory = Path(tmp)
-        for i in range(args.programs):
-            program = generate(args.seed + i)
-            verdict = check(program, directory, gpu)
-            counts[verdict.status] += 1
-            if verdict.failed:
-                report_failure(program, verdict.status, verdict.detail, directory, gpu, not args.no_shrink)
+    jobs = max(1, min(args.jobs, args.programs))
+    if jobs == 1:
+        counts.update(run_seeds(args.seed, args.programs, gpu, not args.no_shrink))
+    else:  # contiguous blocks of seeds, one process each (spawned: the parent may hold a CUDA context)
+        size = -(-args.programs // jobs)
+        blocks = [(args.seed + k, min(size, args.programs - k), gpu, not args.no_shrink)
+                  for k in range(0, args.programs, size)]
+        with multiprocessing.get_context("spawn").Pool(len(blocks)) as pool:
+            for found, printed in pool.starmap(run_block, blocks):
+                counts.update(found)
+                sys.stdout.write(printed)
     elapsed = time.perf_counter() - started
 
     refused = counts["refused"] + counts["unexpected-refusal"]
