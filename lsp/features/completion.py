@@ -128,12 +128,11 @@ def _imported_dsl_names(lines: Sequence[str]) -> list[tuple[str, str]]:
 
 def _infer(lines: Sequence[str], where: Enclosing, path: str, line: int, column: int) -> list[tuple[str, str]]:
     """(full name, jedi type) of what the expression ending at 0-based (`line`, `column`) is."""
-    import jedi
 
     piece = cursor.snippet(lines, where, line)
     with jedi_use.LOCK:  # reading a jedi name may ask jedi's subprocess too
         try:
-            names = jedi.Script(piece.text, path=path).infer(piece.line_of(line), column)
+            names = jedi_use.resolved(lambda: jedi_use.script(piece.text, path).infer(piece.line_of(line), column))
         except Exception:  # jedi can fail on half-written code: no completion is the answer then
             return []
         return [(name.full_name or "", name.type) for name in names]

@@ -317,11 +317,10 @@ def dsl_api_doc(text: str, path: str, line: int, col: int) -> str | None:
 
 
 def _dsl_api_doc(text: str, path: str, line: int, col: int) -> str | None:
-    import jedi
 
     try:
         # goto, not infer: a local variable assigned from a DSL call is the user's, not the DSL's.
-        names = jedi.Script(text, path=path).goto(line, col, follow_imports=True)
+        names = jedi_use.resolved(lambda: jedi_use.script(text, path).goto(line, col, follow_imports=True))
     except Exception:  # jedi can fail on half-typed code; no hover is the right answer then
         return None
     for name in names:

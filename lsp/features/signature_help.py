@@ -77,15 +77,14 @@ def _function_signature(lines: Sequence[str], name: str, kind: str, call: CallAt
 def _api_signatures(lines: Sequence[str], path: str, where: cursor.Enclosing, line: int, call: CallAtCursor
                     ) -> list[types.SignatureInformation]:
     """The signatures of the DSL function the callee resolves to (through imports and aliases)."""
-    import jedi
 
     callee_line, callee_column = call.callee_end
     piece = cursor.snippet(lines, where, line, first=min(callee_line, where.start if where.kind != "module"
                                                          else callee_line))
     with jedi_use.LOCK:  # reading a jedi name may ask jedi's subprocess too
         try:
-            names = jedi.Script(piece.text, path=path).goto(piece.line_of(callee_line), callee_column,
-                                                              follow_imports=True)
+            names = jedi_use.resolved(lambda: jedi_use.script(piece.text, path).goto(
+                piece.line_of(callee_line), callee_column, follow_imports=True))
         except Exception:  # half-written code jedi cannot read: no help is the answer
             return []
         full_names = [found.full_name or "" for found in names]
