@@ -32,6 +32,7 @@ from typing import Any
 from mlir import ir
 
 from dsl.frontend import ops
+from dsl.frontend.intrinsic_ops import constant_attr
 from dsl.frontend.values import Scalar, SharedArray, TensorRef, Vector
 
 _STEPPING: contextvars.ContextVar[bool] = contextvars.ContextVar("kdsl_debug_steps", default=False)
@@ -52,18 +53,6 @@ def stepping(on: bool = True) -> Iterator[None]:
         yield
     finally:
         _STEPPING.reset(token)
-
-
-def _constant_attr(value: Any) -> Any:
-    if isinstance(value, bool):
-        return ir.BoolAttr.get(value)
-    if isinstance(value, int) and -(2**63) <= value < 2**63:
-        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-    if isinstance(value, float):
-        return ir.FloatAttr.get_f64(value)
-    if isinstance(value, str):
-        return ir.StringAttr.get(value)
-    return None
 
 
 def _elements(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
@@ -104,7 +93,7 @@ def trace_step(tracer: Any, stmt: ast.stmt) -> None:
                     names.append(ir.StringAttr.get(path))
                     values.append(item.value)
                     dtypes[path] = ir.StringAttr.get(item.dtype.name)
-            elif (attr := _constant_attr(value)) is not None:
+            elif (attr := constant_attr(value)) is not None:
                 constants[key] = attr
     ops.create("builtin.unrealized_conversion_cast", [ir.IntegerType.get_signless(1)], values, {
         "kdsl.breakpoint": ir.ArrayAttr.get(names), "kdsl.constants": ir.DictAttr.get(constants),

@@ -146,7 +146,8 @@ def trace_print(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
     ops.create("gpu.printf", operands=operands, attributes={"format": ir.StringAttr.get(fmt)})
 
 
-def _constant_attr(value: Any) -> Any:
+def constant_attr(value: Any) -> Any:
+    """A compile-time Python value as the attribute a marker carries (None: not one of those)."""
     if isinstance(value, bool):
         return ir.BoolAttr.get(value)
     if isinstance(value, int) and -(2**63) <= value < 2**63:
@@ -171,7 +172,7 @@ def trace_breakpoint(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> No
             values.append(value.value)
         elif isinstance(value, TensorRef):
             tensors[name] = ir.StringAttr.get(value.name)
-        elif (attr := _constant_attr(value)) is not None:
+        elif (attr := constant_attr(value)) is not None:
             constants[name] = attr
     ops.create("builtin.unrealized_conversion_cast", [ir.IntegerType.get_signless(1)], values, {
         "kdsl.breakpoint": ir.ArrayAttr.get(names), "kdsl.constants": ir.DictAttr.get(constants),
