@@ -22,6 +22,7 @@ from mlir.passmanager import PassManager
 from dsl.compiler import debug_variables, source_maps, toolchain
 from dsl.compiler.artifacts import Resources, SourceMap
 from dsl.compiler.build_options import BuildOptions
+from dsl.compiler.exact_lowering import make_bf16_exact
 from dsl.compiler.float_flags import apply_float_flags, correctly_rounded_sqrt
 from dsl.compiler.stages import STAGES
 from dsl.diagnostics import Diagnostic, SourceRange
@@ -121,8 +122,15 @@ def _module_copy(build: Build, module: Any) -> Any:
 
 def stage_lowered(build: Build) -> None:
     lowered = _module_copy(build, build.module)
+    # Only the kernels are lowered: the host `func.func`s (the launcher's IR, shown in the
+    # traced view) stay behind. MLIR's debug-scope pass crashed on a host function whose
+    # `assert` came from a helper (a call-site location outside any LLVM function).
+    for op in list(lowered.body.operations):
+        if op.operation.name == "func.func":
+            op.operation.erase()
     apply_float_flags(lowered, build.float_flags)  # FMA contraction and fast-math: per kernel
     correctly_rounded_sqrt(lowered, build.float_flags)
+    make_bf16_exact(lowered)
     try:
         # a device-debug build keeps each statement's code at its line: LLVM does not optimise either
         lowering = LOWERING.format(chip=build.target.name, ptx=build.target.ptx_version,

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,24 +28,67 @@ def _wheel_roots() -> list[Path]:
     return [Path(p) for p in getattr(nvidia, "__path__", [])]
 
 
-def _find(tool: str, env_var: str) -> str | None:
-    if environment.path(env_var):
-        return environment.path(env_var)
+def _candidates(tool: str) -> list[str]:
+    """Where `tool` may be, in order of preference: `CUDA_HOME`, the NVIDIA wheels, the
+    default toolkit, `PATH`."""
     candidates = []
     if os.environ.get("CUDA_HOME"):
         candidates.append(Path(os.environ["CUDA_HOME"]) / "bin" / tool)
     for root in _wheel_roots():
         candidates += sorted(root.glob(f"cu*/bin/{tool}"), reverse=True) + [root / "cuda_nvcc" / "bin" / tool]
     candidates.append(Path("/usr/local/cuda/bin") / tool)
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return str(c)
-    return shutil.which(tool)
+    found = [str(c) for c in candidates if c.is_file() and os.access(c, os.X_OK)]
+    on_path = shutil.which(tool)
+    return found + ([on_path] if on_path and on_path not in found else [])
+
+
+def _find(tool: str, env_var: str) -> str | None:
+    if environment.path(env_var):
+        return environment.path(env_var)
+    found = _candidates(tool)
+    return found[0] if found else None
+
+
+# ptxas releases that compile some programs wrongly, found by generated programs (tests/fuzz)
+# compared on an H200, and what each gets wrong. Another ptxas found is preferred.
+KNOWN_BAD_PTXAS = {
+    (13, 0): "drops the sign extension after a 16-bit integer operation whose result leaves the 16-bit "
+             "range (`-x` of an i16 -32768, widened to i64, gave 32768; 13.5 gives -32768)",
+}
+
+
+@functools.cache
+def ptxas_release(path: str) -> tuple[int, int] | None:
+    """(major, minor) of the CUDA release a ptxas belongs to, from `ptxas --version` (about 6 ms)."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"release (\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 @functools.cache
 def ptxas_path() -> str | None:
-    return _find("ptxas", "KDSL_PTXAS")
+    """`KDSL_PTXAS`, else the first ptxas found whose release is not known to miscompile
+    (else the first found: `ptxas_problem` says what it gets wrong)."""
+    if environment.path("KDSL_PTXAS"):
+        return environment.path("KDSL_PTXAS")
+    found = _candidates("ptxas")
+    for path in found:
+        if ptxas_release(path) not in KNOWN_BAD_PTXAS:
+            return path
+    return found[0] if found else None
+
+
+def ptxas_problem() -> str | None:
+    """What the ptxas in use is known to compile wrongly, as a sentence; None when nothing is."""
+    path = ptxas_path()
+    release = ptxas_release(path) if path else None
+    if release is None or release not in KNOWN_BAD_PTXAS:
+        return None
+    return (f"ptxas {release[0]}.{release[1]} ({path}) {KNOWN_BAD_PTXAS[release]}: install "
+            f"nvidia-cuda-nvcc>=13.5 or set KDSL_PTXAS to a newer ptxas")
 
 
 @functools.cache
@@ -148,6 +192,7 @@ def assemble(ptx: str, arch: str, while_running: Callable[[], None] | None = Non
     path = ptxas_path()
     if path is None:
         raise ToolError("ptxas not found (install nvidia-cuda-nvcc or set KDSL_PTXAS)")
+    _warn_of_known_problems()
     with tempfile.TemporaryDirectory(prefix="kdsl-") as tmp:
         src, dst = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
         src.write_text(ptx)
@@ -167,6 +212,18 @@ def assemble(ptx: str, arch: str, while_running: Callable[[], None] | None = Non
         if proc.returncode != 0:
             raise ToolError(log.strip())
         return dst.read_bytes(), parse_ptxas_info(log), log
+
+
+class ToolchainWarning(UserWarning):
+    """The toolchain in use is known to compile some programs wrongly."""
+
+
+@functools.cache
+def _warn_of_known_problems() -> None:
+    """Once per process, at the first assembly: a ptxas known to miscompile is named."""
+    problem = ptxas_problem()
+    if problem is not None:
+        warnings.warn(problem, ToolchainWarning, stacklevel=3)
 
 
 def disassemble(cubin: bytes) -> str | None:

@@ -357,7 +357,7 @@ def binary(op: str, a: Any, b: Any) -> Any:
     if op in ("LShift", "RShift"):
         return _shift(op, x, y, ty, static)
     signed = ty.is_signed
-    if signed and op in ("FloorDiv", "Mod") and static is None:
+    if signed and op in ("FloorDiv", "Mod") and (static is None or static == -1):  # a literal -1 overflows too
         y = _no_overflow_divisor(x, y)
     table = {
         "Add": "addi", "Sub": "subi", "Mult": "muli", "FloorDiv": "divsi" if signed else "divui",

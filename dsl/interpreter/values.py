@@ -248,6 +248,8 @@ def fma(a: Any, b: Any, c: Any, t: LaneType) -> Any:
 
 def _fma_f64(a: float, b: float, c: float) -> float:
     if not all(math.isfinite(v) for v in (a, b, c)):
+        if math.isfinite(a) and math.isfinite(b):
+            return c  # the exact product is finite: an infinite or NaN addend decides (a * b could overflow)
         return a * b + c
     exact = Fraction(a) * Fraction(b) + Fraction(c)
     if exact == 0:

@@ -148,3 +148,34 @@ def k(x: Tensor[f32], n: Int32):
 
 def test_dsl_exports_the_device_functions():
     assert dsl.sm_count.__module__ == dsl.device_attribute.__module__ == "dsl.language.device"
+
+
+HELPER_ASSERT = """
+import dsl
+from dsl import Tensor, f32
+
+def check_rows(x):
+    assert x.shape[0] % 8 == 0, "rows must be a multiple of 8"
+
+@dsl.kernel
+def bump(x: Tensor[f32]):
+    x[dsl.thread_idx.x] = x[dsl.thread_idx.x] + 1.0
+
+@dsl.jit
+def run(x: Tensor[f32]):
+    check_rows(x)
+    bump(x).launch(grid=1, block=x.shape[0])
+"""
+
+
+def test_an_assert_in_a_plain_helper_of_a_jit_function_compiles_and_checks(analyse):
+    """Its location is a call site (the helper's line, called from the jit function's): the
+    lowering's debug-scope pass crashed the process on it while it saw the host function."""
+    a = analyse(HELPER_ASSERT)
+    assert not [d for d in a.diagnostics if d.is_error]
+    assert ".entry bump" in a.stage("run", "ptx")
+    launch, rt = bind(a.stage("run", "launcher"))
+    with pytest.raises(ArgumentError, match="rows must be a multiple of 8"):
+        launch((12,))
+    launch((16,))
+    assert rt.launches == [("bump", (1, 1, 1), (16, 1, 1), 0)]

@@ -16,7 +16,9 @@ import time
 from collections import Counter
 
 from tests.fuzz.harness import FAILURES, quiet_environment
-from tests.fuzz.runs import run_block, run_seeds
+from tests.fuzz.runs import run_seeds, run_task
+
+BLOCK = 200  # seeds per task: a long run reports as it goes, and its cores stay busy to the end
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,14 +44,19 @@ def main(argv: list[str] | None = None) -> int:
     jobs = max(1, min(args.jobs, args.programs))
     if jobs == 1:
         counts.update(run_seeds(args.seed, args.programs, gpu, not args.no_shrink))
-    else:  # contiguous blocks of seeds, one process each (spawned: the parent may hold a CUDA context)
-        size = -(-args.programs // jobs)
+    else:  # blocks of contiguous seeds, handed out as workers free up (spawned: the parent may hold a CUDA context)
+        size = max(1, min(-(-args.programs // jobs), BLOCK))
         blocks = [(args.seed + k, min(size, args.programs - k), gpu, not args.no_shrink)
                   for k in range(0, args.programs, size)]
-        with multiprocessing.get_context("spawn").Pool(len(blocks)) as pool:
-            for found, printed in pool.starmap(run_block, blocks):
+        done = 0
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            for found, printed in pool.imap_unordered(run_task, blocks):
                 counts.update(found)
+                done += sum(found.values())
                 sys.stdout.write(printed)
+                sys.stdout.flush()
+                print(f"  {done}/{args.programs} checked, {sum(counts[f] for f in FAILURES)} failing, "
+                      f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - started
 
     refused = counts["refused"] + counts["unexpected-refusal"]

@@ -100,6 +100,7 @@ class Generator(Expressions):
         self.divergent_barrier = rng.random() < 0.04
         self.may_exit = False  # once a `return` may have run, warp operations would miss lanes
         self.refusal: str | None = None
+        self.refusal_stmt: Stmt | None = None  # the ill-typed line itself
 
     # --- statements ----------------------------------------------------------------------------
 
@@ -312,8 +313,10 @@ class Generator(Expressions):
         body += self.block(base, rng.randint(2, 6))
         if self.divergent_barrier:  # last: no warp operation may follow lanes that waited apart
             body += [If(self.condition(base), (Barrier(phase=False),)), Barrier()]
-        if rng.random() < REFUSAL_RATE:
-            body.insert(rng.randrange(len(body) + 1), self.ill_typed(base))  # never after a bare exit: none at depth 0
+        if rng.random() < REFUSAL_RATE:  # where the tracer surely gets to (Python never runs code after a return)
+            line = self.ill_typed(base)
+            body.insert(rng.randrange(traced_prefix(body) + 1), line)
+            self.refusal_stmt = line
         out = self.out_dtype
         epilogue: list[Stmt] = []
         for slot, (name, t) in enumerate(self.scalars.items()):
@@ -326,6 +329,7 @@ class Generator(Expressions):
             seed=self.seed, tensors=self.tensors, out_dtype=out, slots=self.slots, prologue=tuple(prologue),
             body=tuple(body + epilogue), helpers=tuple(self.helpers), n=rng.randint(-1, 5), const=rng.randint(1, 4),
             block=self.block_size, grid=self.grid, data_seed=rng.randrange(2**32), refusal=self.refusal,
+            refusal_stmt=self.refusal_stmt,
             rank2=tuple(sorted(self.rank2)), hist=self.hist,
         )
 
@@ -372,6 +376,27 @@ class Generator(Expressions):
             return Atomic(kind, Lit(0), self.expr(wrong, scope, 2))
         self.refusal = "arithmetic on a bool"
         return Assign(name, Cast(Bin("+", self.condition(scope, 2), Lit(1), boolean), t))
+
+
+def ends_tracing(stmt: Stmt) -> bool:
+    """Whether `stmt` may return while it is traced: a bare `return`, or one in a
+    `static_range` body or a `const_expr` branch (each traced as straight-line code); a
+    `return` under a run-time `if` or loop leaves the code after it traced."""
+    if isinstance(stmt, Exit):
+        return stmt.kind == "return"
+    if isinstance(stmt, For) and stmt.static:
+        return any(ends_tracing(s) for s in stmt.body)
+    if isinstance(stmt, If) and isinstance(stmt.cond, Call) and stmt.cond.fn == "dsl.const_expr":
+        return any(ends_tracing(s) for s in stmt.body + stmt.orelse)
+    return False
+
+
+def traced_prefix(body: list[Stmt]) -> int:
+    """How many of `body`'s first statements are traced before any may end the tracing."""
+    for k, stmt in enumerate(body):
+        if ends_tracing(stmt):
+            return k
+    return len(body)
 
 
 def generate(seed: int) -> Program:

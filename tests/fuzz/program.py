@@ -402,6 +402,7 @@ class Program:
     grid: int = 1
     data_seed: int = 0
     refusal: str | None = None  # why the compiler must refuse it (an ill-typed line written on purpose)
+    refusal_stmt: Stmt | None = None  # that line (at the top level of `body`)
     extra_types: tuple[DType, ...] = field(default=())
     rank2: tuple[str, ...] = ()  # the tensors (inputs, `out`) of shape (threads, WIDTH or SLOTS)
     hist: DType | None = None  # the element type of `hist`, the atomics' target, when there is one

@@ -53,3 +53,8 @@ def run_block(first: int, count: int, gpu: bool, do_shrink: bool) -> tuple[Count
     return found, out.getvalue()
 
 
+
+
+def run_task(task: tuple[int, int, bool, bool]) -> tuple[Counter[str], str]:
+    """`run_block` of one (first, count, gpu, shrink) task, for a pool's `imap_unordered`."""
+    return run_block(*task)

@@ -93,6 +93,14 @@ def block_edits(stmts: tuple[Stmt, ...]) -> Iterator[tuple[Stmt, ...]]:
 
 
 def program_edits(p: Program) -> Iterator[Program]:
+    """Smaller programs; one that lost (or changed) its ill-typed line no longer must be refused."""
+    for edited in _edits(p):
+        if edited.refusal_stmt is not None and edited.refusal_stmt not in edited.body:
+            edited = replace(edited, refusal=None, refusal_stmt=None)
+        yield edited
+
+
+def _edits(p: Program) -> Iterator[Program]:
     if p.grid > 1:
         yield replace(p, grid=1)
     if p.helpers and "h0(" not in p.render().split("@dsl.kernel", 1)[1]:

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from tests.fuzz import reference, scalars
-from tests.fuzz.generate import generate
+from tests.fuzz.generate import ends_tracing, generate, traced_prefix
 from tests.fuzz.harness import check, quiet_environment
-from tests.fuzz.program import Program
-from tests.fuzz.shrink import shrink
+from tests.fuzz.program import Assign, Exit, For, If, Lit, Name, Program
+from tests.fuzz.shrink import program_edits, shrink
 
 SEED = 20_240_032
 PROGRAMS = 120  # about 10 programs/s on the 2-core CI machine: ~12 s; .ci/run adds 2,000 more (python -m tests.fuzz)
@@ -169,3 +169,25 @@ def test_the_reference_runs_loops_exits_lists_and_helpers_as_python_does() -> No
     out = reference.Tensor("out", reference.T.u32, [0, 0])
     outcome = reference.run(KNOWN, "run", [x, out], [reference.Val(reference.T.i32, 4)], C=2)
     assert outcome.tensors == {"x": [-7, 5], "out": [2**32 - 1, 5]}, outcome
+
+
+def test_an_ill_typed_line_goes_where_the_tracer_gets_to(tmp_path: Path) -> None:
+    """Found in the H200 run (seed 18475): a line after `for j in dsl.static_range(1): return` is
+    never traced, as Python never runs it, so the rules could not ask for its refusal."""
+    unrolled_return = For("j0", (Lit(1),), (Exit("return"),), static=True)
+    guarded_return = If(Name("t", None), (Exit("return"),))
+    assignment = Assign("v0", Lit(1))
+    assert ends_tracing(unrolled_return) and not ends_tracing(guarded_return)
+    assert traced_prefix([assignment, guarded_return, unrolled_return, assignment]) == 2
+    program = generate(18475)
+    assert program.refusal is not None and program.refusal_stmt is not None
+    assert program.body.index(program.refusal_stmt) <= traced_prefix(list(program.body))
+    assert check(program, tmp_path).status == "refused"
+
+
+def test_a_shrinking_step_that_drops_the_ill_typed_line_drops_the_refusal() -> None:
+    program = generate(18475)
+    edits = list(program_edits(program))
+    without = [e for e in edits if program.refusal_stmt not in e.body]
+    assert without and all(e.refusal is None for e in without)
+    assert all(e.refusal == program.refusal for e in edits if program.refusal_stmt in e.body)

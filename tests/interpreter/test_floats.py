@@ -128,6 +128,28 @@ def test_an_f64_fma_past_the_largest_double_is_infinite():
 
 
 @dsl.kernel
+def fused_f64_addend(a: Tensor[f64], b: Tensor[f64], c: Tensor[f64], out: Tensor[f64]):
+    i = dsl.thread_idx.x
+    out[i] = dsl.fma(a[i], b[i], c[i])
+
+
+@dsl.jit
+def run_fused_f64_addend(a: Tensor[f64], b: Tensor[f64], c: Tensor[f64], out: Tensor[f64]):
+    fused_f64_addend(a, b, c, out).launch(grid=1, block=a.shape[0])
+
+
+def test_an_f64_fma_with_an_infinite_addend_is_that_infinity():
+    """Found by tests/fuzz: a finite product past the largest double plus an infinity of the
+    other sign came out NaN (`a * b` rounded to inf first); fma's exact product is finite."""
+    a = np.array([-1e300, 1e300, 2.0, math.inf], dtype=np.float64)
+    b = np.array([7.0, 7.0, 3.0, 0.0], dtype=np.float64)
+    c = np.array([math.inf, -math.inf, math.nan, 1.0], dtype=np.float64)
+    out = np.zeros(4, dtype=np.float64)
+    dsl.interpret(run_fused_f64_addend, a, b, c, out)
+    assert out[0] == math.inf and out[1] == -math.inf and math.isnan(out[2]) and math.isnan(out[3])
+
+
+@dsl.kernel
 def extremes(x: Tensor[f32], y: Tensor[f32], out: Tensor[f32, 2]):
     i = dsl.thread_idx.x
     out[0, i] = dsl.max(x[i], y[i])

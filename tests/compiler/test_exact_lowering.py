@@ -1,0 +1,179 @@
+"""What generated programs (tests/fuzz, issue #32) found the GPU computing differently from the
+language, one kernel per finding: the interpreter keeps the rule, the PTX is checked for the
+form that keeps it, and on a GPU the hardware's answer is checked too.
+
+- `fma` of bf16 rounds once: LLVM promoted it to an f32 FMA rounded to bf16 (two roundings).
+- A large bf16 widened to f64, `x - x`, stored as f16: LLVM narrowed the subtraction to f16,
+  turning the bf16 into inf first (NaN came out, not 0).
+- An f16 / bf16 quotient stored as f16: the bf16 divisor was narrowed to f16 (60000 / 1e5 gave 0).
+- A bf16 cast to i64, then f16, then f64: LLVM folded the three into one conversion (an
+  integer past f16's range stayed finite instead of becoming inf).
+- An i64 cast to f64, carried through a loop that runs no times, then to f32: MLIR folded the
+  two conversions into one rounding.
+- `abs(x) >= 0` for a NaN `x`: ptxas folded it to true.
+- `x // -1` with a literal -1: LLVM's `sdiv INT_MIN, -1` is undefined (a run-time divisor was
+  already guarded).
+- `-x` of an i16 -32768 widened to i64: ptxas 13.0 drops the sign extension; the toolchain
+  prefers another ptxas and names the problem when only 13.0 is found.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl import Int32, Tensor, bf16, f16, f32, f64, i16, i32, i64
+from dsl.compiler import toolchain
+from dsl.interpreter import bits
+from dsl.runtime.launch import _bf16_bits
+
+
+@dsl.kernel(contract=False)
+def conversions(a: Tensor[bf16], b: Tensor[bf16], c: Tensor[bf16], h: Tensor[f16], wide: Tensor[i64],
+                fused: Tensor[bf16], narrowed: Tensor[f16], chained: Tensor[f64], looped: Tensor[f32],
+                n: Int32):
+    i = dsl.thread_idx.x
+    fused[i] = dsl.fma(a[i], b[i], c[i])
+    big = dsl.cast(a[i], f64)
+    narrowed[2 * i] = dsl.cast(big - big, f16)
+    narrowed[2 * i + 1] = dsl.cast(h[i] / b[i], f16)
+    chained[i] = dsl.cast(dsl.cast(dsl.cast(c[i], i64), f16), f64)
+    v = dsl.cast(wide[i], f64)
+    for _ in range(n):
+        v = v * 2.0
+    looped[i] = dsl.cast(v, f32)
+
+
+@dsl.jit
+def run_conversions(a: Tensor[bf16], b: Tensor[bf16], c: Tensor[bf16], h: Tensor[f16], wide: Tensor[i64],
+                    fused: Tensor[bf16], narrowed: Tensor[f16], chained: Tensor[f64], looped: Tensor[f32],
+                    n: Int32):
+    conversions(a, b, c, h, wide, fused, narrowed, chained, looped, n).launch(grid=1, block=2)
+
+
+@dsl.kernel(contract=False)
+def integer_edges(x: Tensor[i16], f: Tensor[f32], quotient: Tensor[i32], negated: Tensor[i64], ordered: Tensor[i32]):
+    i = dsl.thread_idx.x
+    quotient[2 * i] = dsl.cast(x[i] // -1, i32)
+    quotient[2 * i + 1] = dsl.cast(x[i] % -1, i32)
+    negated[i] = dsl.cast(-x[i], i64)
+    ordered[i] = dsl.cast(dsl.abs(f[i]) >= 0.0, i32)
+
+
+@dsl.jit
+def run_integer_edges(x: Tensor[i16], f: Tensor[f32], quotient: Tensor[i32], negated: Tensor[i64],
+                      ordered: Tensor[i32]):
+    integer_edges(x, f, quotient, negated, ordered).launch(grid=1, block=2)
+
+
+A, B, C = [1.125, 1e30], [0.90625, 1e5], [2.0**-30, 90624.0]  # 1.125 * 0.90625 = 1 + 2**-6 + 2**-8, a bf16 tie
+H = [1.0, 60000.0]
+WIDE = [2**62 + 2**38 + 1, 3]
+EXPECTED_FUSED = [1.0234375, 1e35]  # above the tie: up (two roundings gave 1.015625)
+EXPECTED_NARROWED = [0.0, 1.0 / 0.90625, 0.0, 60000.0 / 99840.0]  # bf16(1e5) is 99840
+EXPECTED_CHAINED = [0.0, math.inf]  # 90624 is past f16's largest (65504): inf
+EXPECTED_LOOPED = [2.0**62, 3.0]  # f64's 2**62 + 2**38, a tie in f32: to even
+
+X = [-32768, 7]
+F = [math.nan, -2.0]
+EXPECTED_QUOTIENT = [-32768, 0, -7, 0]
+EXPECTED_NEGATED = [-32768, -7]
+EXPECTED_ORDERED = [0, 1]
+
+
+def _bf16(values: list[float]) -> np.ndarray:
+    """The bf16 bits of `values`, rounded to nearest even."""
+    return np.array([_bf16_bits(v) for v in values], dtype=np.uint16)
+
+
+def _as_float(raw: np.ndarray) -> list[float]:
+    return (raw.astype(np.uint32) << 16).view(np.float32).tolist()
+
+
+def _host_arguments() -> tuple:
+    return (_bf16(A), _bf16(B), _bf16(C), np.array(H, np.float16), np.array(WIDE, np.int64),
+            _bf16([0.0, 0.0]), np.zeros(4, np.float16), np.zeros(2, np.float64), np.zeros(2, np.float32))
+
+
+def _check_conversions(fused: list[float], narrowed: list[float], chained: list[float], looped: list[float]) -> None:
+    assert fused[0] == EXPECTED_FUSED[0]
+    assert fused[1] == _as_float(_bf16([1e35]))[0]
+    assert narrowed == pytest.approx([float(np.float16(v)) for v in EXPECTED_NARROWED], rel=0)
+    assert chained == EXPECTED_CHAINED
+    assert looped == EXPECTED_LOOPED
+
+
+def test_the_interpreter_keeps_each_rule() -> None:
+    args = _host_arguments()
+    dsl.interpret(run_conversions, *[bits(a, dsl.bf16) if a.dtype == np.uint16 else a for a in args], 0)
+    _check_conversions(_as_float(args[5]), args[6].astype(np.float64).tolist(), args[7].tolist(), args[8].tolist())
+    quotient, negated, ordered = np.zeros(4, np.int32), np.zeros(2, np.int64), np.zeros(2, np.int32)
+    dsl.interpret(run_integer_edges, np.array(X, np.int16), np.array(F, np.float32), quotient, negated, ordered)
+    assert (quotient.tolist(), negated.tolist(), ordered.tolist()) == (EXPECTED_QUOTIENT, EXPECTED_NEGATED,
+                                                                       EXPECTED_ORDERED)
+
+
+def test_the_ptx_keeps_the_rules_where_llvm_and_ptxas_bent_them() -> None:
+    args = [bits(a, dsl.bf16) if a.dtype == np.uint16 else a for a in _host_arguments()]
+    ptx = dsl.compile(run_conversions, *args, 0, target="sm_90").stages["ptx"]
+    assert "fma.rn.bf16" in ptx and "fma.rn.f32" not in ptx  # one rounding, in bf16
+    assert "sub.rn.f64" in ptx and "sub.rn.f16" not in ptx and "div.rn.f32" in ptx  # not narrowed to f16
+    assert "cvt.rn.f16.s64" in ptx and "cvt.f64.f16" in ptx  # i64 -> f16 -> f64, as written
+    assert "cvt.rn.f64.s64" in ptx and "cvt.rn.f32.f64" in ptx and "cvt.rn.f32.s64" not in ptx
+    edges = dsl.compile(run_integer_edges, np.zeros(2, np.int16), np.zeros(2, np.float32), np.zeros(4, np.int32),
+                        np.zeros(2, np.int64), np.zeros(2, np.int32), target="sm_90").stages["ptx"]
+    assert "abs.f32" not in edges  # the sign cleared as bits: ptxas cannot fold the comparison
+    assert "setp.eq.b16" in edges and "div.s16" in edges  # INT_MIN // -1 guarded before the division
+
+
+def test_a_ptxas_known_to_miscompile_is_passed_over_or_named(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """A fake ptxas reporting release 13.0 on KDSL_PTXAS is used (the user chose it) and named."""
+    fake = tmp_path / "ptxas"
+    fake.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("KDSL_PTXAS", str(fake))
+    toolchain.ptxas_path.cache_clear()
+    try:
+        assert toolchain.ptxas_release(str(fake)) == (13, 0)
+        problem = toolchain.ptxas_problem()
+        assert problem is not None and "13.0" in problem and "sign extension" in problem and "KDSL_PTXAS" in problem
+    finally:
+        monkeypatch.delenv("KDSL_PTXAS")
+        toolchain.ptxas_path.cache_clear()
+    chosen = toolchain.ptxas_path()
+    if chosen is not None:  # what this machine finds: never a known-bad release while another exists
+        releases = [toolchain.ptxas_release(p) for p in toolchain._candidates("ptxas")]
+        if any(r not in toolchain.KNOWN_BAD_PTXAS for r in releases):
+            assert toolchain.ptxas_release(chosen) not in toolchain.KNOWN_BAD_PTXAS
+
+
+@pytest.mark.gpu
+def test_the_gpu_computes_what_the_interpreter_does() -> None:
+    from dsl.runtime import driver
+
+    if not driver.available():
+        pytest.skip("needs an NVIDIA GPU")
+    torch = pytest.importorskip("torch")
+
+    def cuda(array: np.ndarray):
+        return torch.from_numpy(array.view(np.int16) if array.dtype == np.uint16 else array).cuda()
+
+    args = [cuda(a) for a in _host_arguments()]
+    for k in (0, 1, 2, 5):  # the bf16 tensors travel as int16 bits
+        args[k] = args[k].view(torch.bfloat16)
+    run_conversions(*args, 0)
+    fused = args[5].float().cpu().tolist()
+    _check_conversions(fused, args[6].double().cpu().tolist(), args[7].cpu().tolist(), args[8].cpu().tolist())
+    quotient = torch.zeros(4, dtype=torch.int32, device="cuda")
+    negated = torch.zeros(2, dtype=torch.int64, device="cuda")
+    ordered = torch.zeros(2, dtype=torch.int32, device="cuda")
+    run_integer_edges(torch.tensor(X, dtype=torch.int16, device="cuda"), torch.tensor(F, device="cuda"),
+                      quotient, negated, ordered)
+    assert quotient.cpu().tolist() == EXPECTED_QUOTIENT and ordered.cpu().tolist() == EXPECTED_ORDERED
+    if toolchain.ptxas_problem() is None:
+        assert negated.cpu().tolist() == EXPECTED_NEGATED
+    else:  # only a ptxas known to drop the extension is here: it is named, and it does
+        assert negated.cpu().tolist() in (EXPECTED_NEGATED, [32768, -7])
