@@ -25,7 +25,7 @@ class Variable:
 VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("KDSL_CACHE_DIR", "path", "where compiled kernels are cached (default: $XDG_CACHE_HOME/kdsl)"),
     Variable("KDSL_NO_DISK_CACHE", "switch", "compile in memory only: no on-disk kernel cache"),
-    Variable("KDSL_PTXAS", "path", "the ptxas to assemble with (default: the first of CUDA_HOME's, the pip wheel's, the toolkit's that is not a release known to miscompile)"),
+    Variable("KDSL_PTXAS", "path", "the ptxas to assemble with (default: the first found not known to miscompile)"),
     Variable("KDSL_NVDISASM", "path", "the nvdisasm that makes the SASS view"),
     Variable("KDSL_LIBDEVICE", "path", "the libdevice bitcode that math functions link"),
     Variable("KDSL_ASSEMBLER", "choice", "who assembles PTX into a cubin", ("ptxas", "driver")),
