@@ -27,12 +27,28 @@ from dsl.torch.facts import Facts
 class ShapeCheckRuntime:
     """The `rt` a launcher binds to check a call of fake tensors (see the module docstring)."""
 
-    trunc_div = staticmethod(Runtime.trunc_div)
-    trunc_mod = staticmethod(Runtime.trunc_mod)
-    cdiv = staticmethod(Runtime.cdiv)
     argument_error = staticmethod(Runtime.argument_error)
     check_smem = Runtime.check_smem
     check_block = Runtime.check_block
+
+    @staticmethod
+    def trunc_div(a: Any, b: Any) -> Any:
+        """`Runtime.trunc_div` for symbolic integers too: the operands' signs are read as
+        guards (a compiled graph serves every value of the same signs); comparing the two
+        symbolic signs with each other is what torch cannot do."""
+        if b == 0:
+            raise ArgumentError("integer division by zero in the jit function's launch arithmetic")
+        a_negative, b_negative = bool(a < 0), bool(b < 0)
+        q = (-a if a_negative else a) // (-b if b_negative else b)
+        return -q if a_negative != b_negative else q
+
+    @staticmethod
+    def trunc_mod(a: Any, b: Any) -> Any:
+        return a - b * ShapeCheckRuntime.trunc_div(a, b)
+
+    @staticmethod
+    def cdiv(a: Any, b: Any) -> Any:
+        return ShapeCheckRuntime.trunc_div(a + b - 1, b)
 
     def __init__(self, target: str):
         self.target = target

@@ -52,6 +52,23 @@ def test_dynamic_shapes_compile_once_and_symbolic_sizes_pass_as_symints(torch):
     assert backend.frame_count == 1
 
 
+def test_an_integer_argument_that_turns_symbolic_keeps_its_launch_arithmetic(torch):
+    """A decode loop's position: the second value makes torch trace the int symbolically, and
+    the launcher's truncating `dsl.cdiv(n + 1, 64)` compared two symbolic signs, which torch
+    refused ("BooleanAtom not allowed")."""
+    def model(y, n):
+        programs.run_fill.torch_op(y, n + 1, 5.0)
+        return y
+
+    backend = counting(torch)
+    compiled = torch.compile(model, fullgraph=True, backend=backend)
+    for n in (10, 20, 30):
+        y = torch.zeros(40)
+        compiled(y, n)
+        assert y.tolist() == [5.0] * (n + 1) + [0.0] * (39 - n)
+    assert backend.frame_count == 2  # the first value specialized, then one symbolic graph for the rest
+
+
 def test_a_functional_operator_with_autograd_compiles_forward_and_backward(torch):
     import rmsnorm_torch
 
