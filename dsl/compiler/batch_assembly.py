@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from dsl.compiler.artifacts import Resources
-from dsl.compiler.toolchain import ToolError, parse_ptxas_info, ptxas_path
+from dsl.compiler.toolchain import ToolError, parse_ptxas_info, ptxas_path, usable_ptxas
 
 _DEFINITION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)?"
                          r"(\.entry|\.func|\.global|\.shared|\.const)\b(.*)$")
@@ -104,8 +104,10 @@ def resources_of(modules: Sequence[str], arch: str, *, timeout: float | None = N
     `timeout` (seconds) is per module: a run of several gets that much per module in it, and
     a module alone that takes longer is a `Timeout`; `memory_mb` caps each ptxas process's
     address space (0: no cap). ptxas runs no user code, but user code chooses what it compiles."""
-    if ptxas_path() is None:
-        return [ToolError("ptxas not found (install nvidia-cuda-nvcc or set KDSL_PTXAS)") for _ in modules]
+    try:
+        usable_ptxas()
+    except ToolError as err:
+        return [err for _ in modules]
     limits = (timeout, memory_mb)
     found: dict[int, dict[str, Resources] | ToolError] = {}
     batches: dict[int | None, list[tuple[int, str, str]]] = {}  # (position, prefix, renamed text) by alignment

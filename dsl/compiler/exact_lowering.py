@@ -1,9 +1,10 @@
 """Rewrites before lowering, so that what LLVM's NVPTX backend makes of bf16 is what the
 language means (each found by generated programs, `tests/fuzz`, disagreeing on the GPU):
 
-- `math.fma` on bf16 is a single rounding. LLVM promotes a bf16 `llvm.fma` to an f32 FMA
-  and rounds its result to bf16: two roundings, 1 ulp off near ties. It becomes
-  `llvm.nvvm.fma.rn.bf16` (PTX `fma.rn.bf16`, sm_80 and later), which rounds once.
+- `math.fma` on bf16 and f16 is a single rounding. LLVM promotes a 16-bit `llvm.fma` to an
+  f32 FMA and rounds its result: two roundings, 1 ulp off near ties. It becomes
+  `llvm.nvvm.fma.rn.bf16` / `.f16` (PTX `fma.rn.bf16`, sm_80 and later; `fma.rn.f16`), which
+  round once.
 - Widening a bf16 (`arith.extf`) is written as its bits moved into the top of an f32. LLVM
   narrows `fptrunc(op(fpext x, ...)) to half` into an f16 operation when the operands'
   *significands* fit in f16, and a bf16's does; its exponent does not. So `x - x` of a large
@@ -32,7 +33,7 @@ def make_bf16_exact(module: Any) -> None:
     compared_abs: list[Any] = []
 
     def visit(op: Any) -> Any:
-        if op.name == "math.fma" and _is_bf16(op.results[0].type):
+        if op.name == "math.fma" and _half_kind(op.results[0].type) is not None:
             fmas.append(op)
         elif op.name == "arith.extf" and _is_bf16(op.operands[0].type):
             widenings.append(op)
@@ -50,7 +51,7 @@ def make_bf16_exact(module: Any) -> None:
             top.operation.walk(visit)
     for op in fmas:
         with ir.InsertionPoint(op), op.location:
-            fused = _lanewise(op.operands, op.results[0].type, _fma_rn_bf16)
+            fused = _lanewise(op.operands, op.results[0].type, _fma_rn)
         op.results[0].replace_all_uses_with(fused)
         op.erase()
     for op in widenings:
@@ -116,6 +117,12 @@ def _f32_like(ty: Any) -> Any:
     return ir.VectorType.get(ty.shape, ir.F32Type.get()) if isinstance(ty, ir.VectorType) else ir.F32Type.get()
 
 
+def _half_kind(ty: Any) -> str | None:
+    """'bf16' or 'f16' for a 16-bit float type or vector of one, else None."""
+    element = ty.element_type if isinstance(ty, ir.VectorType) else ty
+    return "bf16" if isinstance(element, ir.BF16Type) else "f16" if isinstance(element, ir.F16Type) else None
+
+
 def _is_bf16(ty: Any) -> bool:
     element = ty.element_type if isinstance(ty, ir.VectorType) else ty
     return isinstance(element, ir.BF16Type)
@@ -132,10 +139,10 @@ def _lanewise(operands: Any, ty: Any, scalar: Any) -> Any:
                                          for k in range(lanes)])
 
 
-def _fma_rn_bf16(a: Any, b: Any, c: Any) -> Any:
+def _fma_rn(a: Any, b: Any, c: Any) -> Any:
     from dsl.frontend import ops
 
-    return ops.llvm_call_intrinsic(a.type, "llvm.nvvm.fma.rn.bf16", [a, b, c])
+    return ops.llvm_call_intrinsic(a.type, f"llvm.nvvm.fma.rn.{_half_kind(a.type)}", [a, b, c])
 
 
 def _widen_bf16(x: Any, result_type: Any) -> Any:

@@ -81,6 +81,18 @@ def ptxas_path() -> str | None:
     return found[0] if found else None
 
 
+def usable_ptxas() -> str:
+    """The ptxas to run, or a `ToolError` saying why there is none (naming a known problem of
+    the one found, once per process, as a `ToolchainWarning`)."""
+    path = ptxas_path()
+    if path is None:
+        raise ToolError("ptxas not found (install nvidia-cuda-nvcc or set KDSL_PTXAS)")
+    if not (Path(path).is_file() and os.access(path, os.X_OK)):
+        raise ToolError(f"ptxas {path} is not an executable file (KDSL_PTXAS names it)")
+    _warn_of_known_problems()
+    return path
+
+
 def ptxas_problem() -> str | None:
     """What the ptxas in use is known to compile wrongly, as a sentence; None when nothing is."""
     path = ptxas_path()
@@ -127,7 +139,7 @@ def toolchain_version() -> str:
     else:
         parts.append("mlir-missing")
     path = ptxas_path()
-    parts.append(_file_identity(Path(path)) if path else "no-ptxas")
+    parts.append(_file_identity(Path(path)) if path and Path(path).is_file() else f"no-ptxas:{path}")
     return "+".join(parts)
 
 
@@ -189,10 +201,7 @@ def assemble(ptx: str, arch: str, while_running: Callable[[], None] | None = Non
     `while_running` is called once ptxas has started, to use the time its process takes;
     past `timeout` seconds ptxas is killed and that is a `ToolError`.
     """
-    path = ptxas_path()
-    if path is None:
-        raise ToolError("ptxas not found (install nvidia-cuda-nvcc or set KDSL_PTXAS)")
-    _warn_of_known_problems()
+    path = usable_ptxas()
     with tempfile.TemporaryDirectory(prefix="kdsl-") as tmp:
         src, dst = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
         src.write_text(ptx)

@@ -2,7 +2,8 @@
 language, one kernel per finding: the interpreter keeps the rule, the PTX is checked for the
 form that keeps it, and on a GPU the hardware's answer is checked too.
 
-- `fma` of bf16 rounds once: LLVM promoted it to an f32 FMA rounded to bf16 (two roundings).
+- `fma` of bf16 and of f16 rounds once: LLVM promoted it to an f32 FMA rounded to the 16-bit
+  type (two roundings).
 - A large bf16 widened to f64, `x - x`, stored as f16: LLVM narrowed the subtraction to f16,
   turning the bf16 into inf first (NaN came out, not 0).
 - An f16 / bf16 quotient stored as f16: the bf16 divisor was narrowed to f16 (60000 / 1e5 gave 0).
@@ -52,6 +53,23 @@ def run_conversions(a: Tensor[bf16], b: Tensor[bf16], c: Tensor[bf16], h: Tensor
                     fused: Tensor[bf16], narrowed: Tensor[f16], chained: Tensor[f64], looped: Tensor[f32],
                     n: Int32):
     conversions(a, b, c, h, wide, fused, narrowed, chained, looped, n).launch(grid=1, block=2)
+
+
+@dsl.kernel(contract=False)
+def half_fma(a: Tensor[f16], b: Tensor[f16], c: Tensor[f16], out: Tensor[f16]):
+    i = dsl.thread_idx.x
+    out[i] = dsl.fma(a[i], b[i], c[i])
+
+
+@dsl.jit
+def run_half_fma(a: Tensor[f16], b: Tensor[f16], c: Tensor[f16], out: Tensor[f16]):
+    half_fma(a, b, c, out).launch(grid=1, block=1)
+
+
+# 1.375 * 0.73046875 = 1 + 2**-8 + 2**-11, an f16 tie; plus 2**-24 it is above: up, to 1 + 2**-8 + 2**-10.
+# Rounded to f32 first, 2**-24 is half an f32 ulp there (a tie to even): the f16 tie, to even, 1 + 2**-8.
+HALF = ([1.375], [0.73046875], [2.0**-24])
+EXPECTED_HALF = 1 + 2.0**-8 + 2.0**-10
 
 
 @dsl.kernel(contract=False)
@@ -110,6 +128,9 @@ def test_the_interpreter_keeps_each_rule() -> None:
     args = _host_arguments()
     dsl.interpret(run_conversions, *[bits(a, dsl.bf16) if a.dtype == np.uint16 else a for a in args], 0)
     _check_conversions(_as_float(args[5]), args[6].astype(np.float64).tolist(), args[7].tolist(), args[8].tolist())
+    half = np.zeros(1, np.float16)
+    dsl.interpret(run_half_fma, *(np.array(v, np.float16) for v in HALF), half)
+    assert half[0] == EXPECTED_HALF
     quotient, negated, ordered = np.zeros(4, np.int32), np.zeros(2, np.int64), np.zeros(2, np.int32)
     dsl.interpret(run_integer_edges, np.array(X, np.int16), np.array(F, np.float32), quotient, negated, ordered)
     assert (quotient.tolist(), negated.tolist(), ordered.tolist()) == (EXPECTED_QUOTIENT, EXPECTED_NEGATED,
@@ -123,6 +144,8 @@ def test_the_ptx_keeps_the_rules_where_llvm_and_ptxas_bent_them() -> None:
     assert "sub.rn.f64" in ptx and "sub.rn.f16" not in ptx and "div.rn.f32" in ptx  # not narrowed to f16
     assert "cvt.rn.f16.s64" in ptx and "cvt.f64.f16" in ptx  # i64 -> f16 -> f64, as written
     assert "cvt.rn.f64.s64" in ptx and "cvt.rn.f32.f64" in ptx and "cvt.rn.f32.s64" not in ptx
+    half = dsl.compile(run_half_fma, *(np.zeros(1, np.float16) for _ in range(4)), target="sm_90").stages["ptx"]
+    assert "fma.rn.f16" in half and "fma.rn.f32" not in half
     edges = dsl.compile(run_integer_edges, np.zeros(2, np.int16), np.zeros(2, np.float32), np.zeros(4, np.int32),
                         np.zeros(2, np.int64), np.zeros(2, np.int32), target="sm_90").stages["ptx"]
     assert "abs.f32" not in edges  # the sign cleared as bits: ptxas cannot fold the comparison
@@ -140,6 +163,14 @@ def test_a_ptxas_known_to_miscompile_is_passed_over_or_named(monkeypatch: pytest
         assert toolchain.ptxas_release(str(fake)) == (13, 0)
         problem = toolchain.ptxas_problem()
         assert problem is not None and "13.0" in problem and "sign extension" in problem and "KDSL_PTXAS" in problem
+    finally:
+        monkeypatch.delenv("KDSL_PTXAS")
+        toolchain.ptxas_path.cache_clear()
+    monkeypatch.setenv("KDSL_PTXAS", str(tmp_path / "missing"))  # a path to nothing: a ToolError, no crash
+    toolchain.ptxas_path.cache_clear()
+    try:
+        with pytest.raises(toolchain.ToolError, match="is not an executable file"):
+            toolchain.assemble(".version 8.4", "sm_90")
     finally:
         monkeypatch.delenv("KDSL_PTXAS")
         toolchain.ptxas_path.cache_clear()
@@ -167,6 +198,9 @@ def test_the_gpu_computes_what_the_interpreter_does() -> None:
     run_conversions(*args, 0)
     fused = args[5].float().cpu().tolist()
     _check_conversions(fused, args[6].double().cpu().tolist(), args[7].cpu().tolist(), args[8].cpu().tolist())
+    half = torch.zeros(1, dtype=torch.float16, device="cuda")
+    run_half_fma(*(torch.tensor(v, dtype=torch.float16, device="cuda") for v in HALF), half)
+    assert half.item() == EXPECTED_HALF
     quotient = torch.zeros(4, dtype=torch.int32, device="cuda")
     negated = torch.zeros(2, dtype=torch.int64, device="cuda")
     ordered = torch.zeros(2, dtype=torch.int32, device="cuda")
