@@ -1,11 +1,20 @@
 """FlashAttention-style forward on Hopper: `o = softmax(q k^T * scale) v`, bf16, head dim 64
 or 128, causal or not, with f32 softmax statistics and accumulation.
 
-q, k, v and o are [batch * heads, seq_len, head_dim] (contiguous). Each block computes 128
-query rows of one head with three warpgroups. The producer loads the block's Q tile once
-and streams 128-row K and V tiles through a ring of shared-memory stages with TMA. Each
-of the two consumer warpgroups owns 64 query rows and is pipelined by one tile, as
-FlashAttention-3 does: in one turn it issues S_j = Q K_j^T and O += P_{j-1} V_{j-1} with
+q and o are [batch * heads, seq_len, head_dim], k and v [batch * kv_heads, seq_len, head_dim],
+the heads of one batch entry next to one another. With fewer K/V heads than query heads
+(grouped-query attention: heads % kv_heads == 0) each run of `group = heads // kv_heads`
+query heads shares a K/V head: query head h reads K/V head h // group, which is head
+(h % heads_per_entry) // group of the same batch entry, as heads_per_entry is a multiple of
+group. Only the TMA coordinates of K and V change; group 1 is multi-head attention. q, k and
+v are read through TMA maps (contiguous); o is written through its strides, so it may be a
+view with unit inner stride, such as `o_sh.permute(1, 0, 2)` of an [S, heads, D] buffer:
+the [S, heads * D] rows an output projection reads.
+
+Each block computes 128 query rows of one head with three warpgroups. The producer loads the
+block's Q tile once and streams 128-row K and V tiles through a ring of shared-memory stages
+with TMA. Each of the two consumer warpgroups owns 64 query rows and is pipelined by one
+tile, as FlashAttention-3 does: in one turn it issues S_j = Q K_j^T and O += P_{j-1} V_{j-1} with
 `wgmma` (A and B from shared memory for S; P from registers and V N-major for P V), then
 computes the online softmax of S_j (running row maximum and sum in registers; quads of
 lanes share a row, so row statistics take two shuffles) while P_{j-1} V_{j-1} still runs,
@@ -81,7 +90,8 @@ def online_softmax(scores: Any, m: Any, total: Any, scale: Any, q0: Any, row: An
 
 @dsl.kernel(target="sm_90a", known_block_size=[THREADS, 1, 1], minnctapersm=1)
 def attention_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, o: Tensor[bf16, 3], S: Int32,
-                     scale: Float32, D: Constexpr[int], CAUSAL: Constexpr[bool], STAGES: Constexpr[int]):
+                     group: Int32, scale: Float32, D: Constexpr[int], CAUSAL: Constexpr[bool],
+                     STAGES: Constexpr[int]):
     smem = dsl.SharedAllocator(dynamic=True)
     sq = smem.array(dsl.bf16, (D // 64, BM, 64), swizzle=128)
     sk = smem.array(dsl.bf16, (STAGES, D // 64, BKV, 64), swizzle=128)
@@ -112,15 +122,16 @@ def attention_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, o:
             dsl.mbarrier_expect_tx(q_full, 0, BM * D * 2)
             for c in dsl.static_range(D // 64):
                 dsl.tma_load(sq, (c,), tq, (head, q0, 64 * c), q_full, 0)
+            kv_head = head // group  # GQA: `group` query heads share this K/V head
             for j in range(kv_tiles):
                 s = j % STAGES
                 dsl.mbarrier_wait(empty, s, ((j // STAGES) % 2) ^ 1)
                 dsl.mbarrier_expect_tx(k_full, s, BKV * D * 2)
                 for c in dsl.static_range(D // 64):
-                    dsl.tma_load(sk, (s, c), tk, (head, j * BKV, 64 * c), k_full, s)
+                    dsl.tma_load(sk, (s, c), tk, (kv_head, j * BKV, 64 * c), k_full, s)
                 dsl.mbarrier_expect_tx(v_full, s, BKV * D * 2)
                 for c in dsl.static_range(D // 64):
-                    dsl.tma_load(sv, (s, c), tv, (head, j * BKV, 64 * c), v_full, s)
+                    dsl.tma_load(sv, (s, c), tv, (kv_head, j * BKV, 64 * c), v_full, s)
     else:
         dsl.setmaxnreg(240, increase=True)
         row0 = (warpgroup - 1) * 64
@@ -176,15 +187,17 @@ def attention_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, o:
 @dsl.jit
 def attention_hopper(q: Tensor[bf16, 3], k: Tensor[bf16, 3], v: Tensor[bf16, 3], o: Tensor[bf16, 3],
                      D: Constexpr[int] = 128, CAUSAL: Constexpr[bool] = False):
-    heads, S = q.shape[0], q.shape[1]
+    heads, S, kv_heads = q.shape[0], q.shape[1], k.shape[0]
     assert D == 64 or D == 128, "head_dim must be 64 or 128"
     assert q.shape[2] == D and k.shape[2] == D and v.shape[2] == D and o.shape[2] == D, "q, k, v, o: [BH, S, D]"
     assert S % BM == 0 and k.shape[1] == S and v.shape[1] == S, "seq_len must be a multiple of 128"
+    assert v.shape[0] == kv_heads and o.shape[0] == heads and o.shape[1] == S, "k and v: [BH_kv, S, D], o like q"
+    assert kv_heads > 0 and heads % kv_heads == 0, "q's heads must be a multiple of k's and v's (GQA)"
     tq = dsl.tensor_map(q, box=(1, BM, 64), swizzle=128)
     tk = dsl.tensor_map(k, box=(1, BKV, 64), swizzle=128)
     tv = dsl.tensor_map(v, box=(1, BKV, 64), swizzle=128)
     scale = 1.4426950408889634 / math.sqrt(D)  # softmax scale in log2 units: exp(x) = exp2(x * log2(e))
-    attention_kernel(tq, tk, tv, o, S, scale, D, CAUSAL, stages_for(D)).launch(
+    attention_kernel(tq, tk, tv, o, S, heads // kv_heads, scale, D, CAUSAL, stages_for(D)).launch(
         grid=(S // BM, heads), block=THREADS)
 
 
@@ -199,3 +212,9 @@ if __name__ == "__main__":
         attention_hopper(q, k, v, o, D, causal)
         ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         print("causal" if causal else "full", "max error", (o.float() - ref.float()).abs().max().item())
+    HKV = 8  # grouped-query attention, as Llama 3: 4 query heads per K/V head
+    k, v = (torch.randn(B * HKV, S, D, device="cuda").bfloat16() for _ in range(2))
+    attention_hopper(q, k, v, o, D, True)
+    ref = F.scaled_dot_product_attention(q.view(B, H, S, D), k.view(B, HKV, S, D), v.view(B, HKV, S, D),
+                                         is_causal=True, enable_gqa=True)
+    print("causal GQA max error", (o.float() - ref.view(B * H, S, D).float()).abs().max().item())
