@@ -12,10 +12,11 @@ shared memory as bf16 and out by TMA stores, which overlap the next tile. Blocks
 one per SM, walking the output tiles in groups of 8 tile rows so that neighbouring blocks
 share A and B tiles in L2. The shared tiles are 128-byte swizzled, as TMA writes and wgmma
 reads them. `b_t` is B transposed (N x K, K contiguous), like a `torch.nn.Linear` weight.
-`BN` is the tile width: 256 for large products; a small M (decode) wants 64 or 128, so that
-N / BN tiles keep every SM streaming B. `CLUSTER=2` launches clusters of two blocks that
-take neighbouring tile rows: each loads half of their common B tile and multicasts it to
-both, halving B's trips through L2.
+`BN` is the tile width: 256 for large products; 64 or 128 give more tiles where N is small.
+For the small M of decode call `matmul` in `examples/gemm_small_m.py` (swapped operands,
+split-K), which calls this kernel where its 128 x BN tiles fill the GPU. `CLUSTER=2` launches
+clusters of two blocks that take neighbouring tile rows: each loads half of their common B
+tile and multicasts it to both, halving B's trips through L2.
 
     python examples/gemm_hopper.py     # on an H100 / H200: checks against torch, prints TFLOP/s
 """
