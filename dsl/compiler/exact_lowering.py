@@ -94,9 +94,9 @@ def _opaque_copy(x: Any) -> Any:
                                side_effects=False)
 
 
-def _replace_uses_except(old: Any, new: Any) -> None:
-    """Every use of `old` but the one inside `new`'s own defining op now uses `new`."""
-    keeper = new.owner
+def _replace_uses_except(old: Any, new: Any, keeper: Any = None) -> None:
+    """Every use of `old` but the one in `keeper` (by default `new`'s own defining op) now uses `new`."""
+    keeper = new.owner if keeper is None else keeper
     for use in list(old.uses):
         if use.owner != keeper:
             use.owner.operands[use.operand_number] = new
@@ -162,3 +162,42 @@ def _widen_bf16(x: Any, result_type: Any) -> Any:
                            if vector else 16)
     as_f32 = ops.value("arith.bitcast", f32, ops.same_type("arith.shli", word, sixteen))
     return as_f32 if result_type == f32 else ops.value("arith.extf", result_type, as_f32)
+
+
+NARROW_OVERFLOWING = frozenset({"arith.addi", "arith.subi", "arith.muli", "arith.shli", "arith.divsi", "math.absi"})
+
+
+def renormalize_narrow_integers(module: Any) -> int:
+    """For ptxas 13.0 (`toolchain.KNOWN_BAD_PTXAS`), which drops the sign extension of an 8- or
+    16-bit result that left its range (`-x` of an i16 -32768 widened to i64 gave 32768): each
+    scalar i8 / i16 add, subtract, multiply, shift, division and `abs` result is taken through
+    32 bits and back (zero-extended, an opaque `mov.b32`, truncated), so the register ptxas sees
+    holds the wrapped value, which it then extends as it must. Returns how many it rewrote."""
+    found: list[Any] = []
+
+    def visit(op: Any) -> Any:
+        if op.name in NARROW_OVERFLOWING and len(op.results) == 1:
+            ty = op.results[0].type
+            if isinstance(ty, ir.IntegerType) and ty.width in (8, 16):
+                found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    for top in module.body.operations:
+        if top.operation.name == "gpu.module":
+            top.operation.walk(visit)
+    for op in found:
+        result = op.results[0]
+        with ir.InsertionPoint.after(op), op.location:
+            wrapped, widening = _through_32_bits(result)
+        _replace_uses_except(result, wrapped, widening)
+    return len(found)
+
+
+def _through_32_bits(x: Any) -> tuple[Any, Any]:
+    """`x` zero-extended, through an opaque `mov.b32`, truncated; and the extension op."""
+    from dsl.frontend import ops
+
+    i32 = ir.IntegerType.get_signless(32)
+    word = ops.value("arith.extui", i32, x)
+    kept = ops.llvm_inline_asm(i32, "mov.b32 $0, $1;", "=r,r", [word], side_effects=False)
+    return ops.value("arith.trunci", x.type, kept), word.owner

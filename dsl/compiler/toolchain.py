@@ -99,7 +99,8 @@ def ptxas_problem() -> str | None:
     release = ptxas_release(path) if path else None
     if release is None or release not in KNOWN_BAD_PTXAS:
         return None
-    return (f"ptxas {release[0]}.{release[1]} ({path}) {KNOWN_BAD_PTXAS[release]}: install "
+    return (f"ptxas {release[0]}.{release[1]} ({path}) {KNOWN_BAD_PTXAS[release]}; kdsl works around it (8- and "
+            f"16-bit integer results go through 32 bits, an instruction more each): install "
             f"nvidia-cuda-nvcc>=13.5 or set KDSL_PTXAS to a newer ptxas")
 
 
