@@ -145,9 +145,18 @@ def _plug_in_the_upper_layers() -> None:
     from dsl.language import decorators, device
 
     def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> Any:
-        from dsl.runtime.jit_call import call_jit as run
+        from dsl.interpreter.mode import interpreting
+        from dsl.runtime.jit_call import call_jit as on_the_gpu
 
-        decorators._call_jit = run  # later calls go straight to the runtime
+        def run(jit_fn: Any, args: tuple, kwargs: dict) -> Any:
+            if interpreting():  # `dsl.interpret()` or KDSL_INTERPRET=1: the CPU runs it
+                from dsl.interpreter.jit import call_interpreted
+
+                jit_fn._fast = (-1, None)
+                return call_interpreted(jit_fn, args, kwargs)
+            return on_the_gpu(jit_fn, args, kwargs)
+
+        decorators._call_jit = run  # later calls skip this first-use import
         return run(jit_fn, args, kwargs)
 
     def call_autotuned(jit_fn: Any, args: tuple, kwargs: dict) -> Any:

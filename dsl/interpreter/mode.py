@@ -1,7 +1,7 @@
 """Whether `@dsl.jit` calls run in the interpreter: `KDSL_INTERPRET=1`, or inside `dsl.interpret()`.
 
 Kept apart (and free of NumPy and MLIR) because every call that is not the repeat of the
-previous one asks it (`dsl.runtime.jit_call.call_jit`).
+previous one asks it (the jit call dispatcher in `dsl/__init__.py`).
 """
 
 from __future__ import annotations

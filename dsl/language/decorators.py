@@ -23,7 +23,7 @@ from dsl.diagnostics import ArgumentError, CompileError
 # How a jit call runs and how a function compiles belong to the layers above this one; the
 # `dsl` package (above them all) plugs them in when it is imported, so the language layer
 # names no layer above it.
-_call_jit: Any = None  # dsl.runtime.jit_call.call_jit
+_call_jit: Any = None  # the interpreter or dsl.runtime.jit_call.call_jit (wired in dsl/__init__.py)
 _compile_function: Any = None  # dsl.compiler.api.compile
 _call_autotuned: Any = None  # dsl.runtime.autotune.call
 _torch_op: Any = None  # dsl.torch.registry.torch_op

@@ -165,16 +165,9 @@ def disarm_fast_paths() -> None:
 
 
 def call_jit(jit_fn: Any, args: tuple, kwargs: dict) -> None:
-    """Runs `jit_fn(*args, **kwargs)` on the GPU (compiling this specialization once), or in
-    the interpreter when it is on (`dsl.interpreter.mode`)."""
-    from dsl.interpreter.mode import interpreting
-
-    if interpreting():
-        from dsl.interpreter.jit import call_interpreted
-
-        jit_fn._fast = (-1, None)
-        call_interpreted(jit_fn, args, kwargs)
-        return None
+    """Runs `jit_fn(*args, **kwargs)` on the GPU (compiling this specialization once). The
+    choice of the interpreter instead (`dsl.interpreter.mode`) is made above this layer
+    (`dsl._plug_in_the_upper_layers`), which knows both."""
     state = state_of(jit_fn)
     stream = None
     if kwargs:
