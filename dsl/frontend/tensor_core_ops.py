@@ -448,8 +448,9 @@ def tma_store_wait(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None
 
 @dataclass
 class _Tile:
-    """A wgmma operand in shared memory: its descriptor, the descriptor's advance per 16
-    elements of K, how many such steps it holds, and the rows (M or N) it covers."""
+    """A wgmma operand in shared memory: its descriptor, the descriptor's advance per step of K
+    (32 bytes of a K-major row: 16 elements of 16 bits, 32 of 8), how many such steps it
+    holds, and the rows (M or N) it covers."""
 
     desc: Any
     advance: int
@@ -466,9 +467,20 @@ def _descriptor_bits(address: Any, leading: int, stride: int) -> Any:
     return ops.same_type("arith.ori", start, ops.constant(_i(64), fixed - (1 << 64) if fixed >= 1 << 63 else fixed))
 
 
-def _swizzled_16bit(smem: Any, what: str, dims: int) -> None:
-    if not isinstance(smem, SharedArray) or smem.dtype not in (f16, bf16):
-        raise DSLTypeError(f"{what} multiplies f16 or bf16 tiles in shared memory, not {type_name(smem)}")
+_WGMMA_TILES = (f16, bf16, f8e4m3, f8e5m2, i8, u8)
+_FP8, _INT8 = (f8e4m3, f8e5m2), (i8, u8)
+
+
+def _k_per_step(dtype: DType) -> int:
+    """K of one wgmma instruction: 32 bytes of a row, k16 for 16-bit types and k32 for 8-bit."""
+    return 32 // dtype.nbytes
+
+
+def _swizzled_tile(smem: Any, what: str, dims: int) -> None:
+    """A shared array wgmma can read: one of its element types, 128-byte swizzled."""
+    if not isinstance(smem, SharedArray) or smem.dtype not in _WGMMA_TILES:
+        raise DSLTypeError(f"{what} multiplies f16, bf16, fp8 (f8e4m3, f8e5m2) or 8-bit integer (i8, u8) tiles in "
+                           f"shared memory, not {type_name(smem)}")
     if smem.swizzle != 128 or len(smem.shape) < dims:
         raise DSLTypeError(f"{what} reads tiles with a 128-byte swizzle; allocate {type_name(smem)} "
                            f"with swizzle=128 (rows of {128 // smem.dtype.nbytes} elements)")
@@ -483,9 +495,9 @@ def _lead(smem: SharedArray, lead: Any, count: int, what: str) -> list[Any]:
 
 
 def _k_major(smem: Any, lead: Any, what: str) -> _Tile:
-    """A tile stored [rows][K] (K contiguous, 64 elements per swizzled row): `lead` indexes every
+    """A tile stored [rows][K] (K contiguous, 128 bytes per swizzled row): `lead` indexes every
     dimension but the last, its last entry the first row (a multiple of 8, a swizzle atom)."""
-    _swizzled_16bit(smem, what, 2)
+    _swizzled_tile(smem, what, 2)
     items = _lead(smem, lead, len(smem.shape) - 1, what)
     row = items[-1]
     if isinstance(row, int) and row % 8:
@@ -493,13 +505,17 @@ def _k_major(smem: Any, lead: Any, what: str) -> _Tile:
     address = shared_address(smem, (*items, 0), what, 1024, pitch=1024)
     rows = smem.shape[-2] - row if isinstance(row, int) else smem.shape[-2]
     # K-major: 8-row atoms 1024 bytes apart; a step of K moves 32 bytes within the swizzled row
-    return _Tile(_descriptor_bits(address, 16, 1024), 2, smem.shape[-1] // 16, rows)
+    return _Tile(_descriptor_bits(address, 16, 1024), 2, smem.shape[-1] // _k_per_step(smem.dtype), rows)
 
 
 def _mn_major(smem: Any, lead: Any, what: str) -> _Tile:
     """A B tile stored [K][N] (N contiguous) as (..., N / 64, K, 64): 64-column chunks of K rows,
-    each 128-byte swizzled; `lead` indexes the dimensions before those three."""
-    _swizzled_16bit(smem, what, 3)
+    each 128-byte swizzled; `lead` indexes the dimensions before those three. 16-bit only: the
+    8-bit wgmma has no transpose (its operands are K-major)."""
+    _swizzled_tile(smem, what, 3)
+    if smem.dtype.bits == 8:
+        raise DSLTypeError(f"{what}: 8-bit wgmma reads K-major tiles only (no transpose for {smem.dtype.name}); "
+                           f"store B as N x K (K contiguous) and pass b_major='k'")
     items = _lead(smem, lead, len(smem.shape) - 3, what)
     k_rows = smem.shape[-2]
     if k_rows % 16:
@@ -510,60 +526,90 @@ def _mn_major(smem: Any, lead: Any, what: str) -> _Tile:
     return _Tile(_descriptor_bits(address, k_rows * 128, 1024), 16 * 128 >> 4, k_rows // 16, smem.shape[-3] * 64)
 
 
+def _operand_family(dtype: DType) -> str:
+    return "fp8" if dtype in _FP8 else "8-bit integer" if dtype in _INT8 else dtype.name
+
+
+def _pair(a: DType, b: DType, acc: DType, a_what: str, b_what: str) -> None:
+    """A and B of one wgmma: one 16-bit type, or two fp8 types, or two 8-bit integer types; and
+    the accumulator that goes with them (f32, or i32 for integers)."""
+    if a != b and not ({a, b} <= set(_FP8) or {a, b} <= set(_INT8)):
+        raise DSLTypeError(f"dsl.wgmma multiplies tiles of one type (f16 or bf16), two fp8 types or two 8-bit "
+                           f"integer types; got {a_what} and {b_what}")
+    want = i32 if b in _INT8 else f32
+    if acc != want:
+        raise DSLTypeError(f"dsl.wgmma on {_operand_family(b)} tiles accumulates into an {want.name} vector "
+                           f"(vector<N/2x{want.name}>), not vector<...x{acc.name}>")
+
+
 def wgmma(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Vector:
     got = bind(T.wgmma, args, kwargs)
     _require_arch_specific(tracer, "dsl.wgmma")
     tracer.wgmma_issued = True  # the kernel's reads of accumulators are checked (`wgmma_groups`)
     acc, a, b, b_major = got["acc"], got["a"], got["b"], got["b_major"]
-    if not isinstance(acc, Vector) or acc.dtype != f32:
-        raise DSLTypeError(f"dsl.wgmma accumulates into an f32 vector (vector<N/2xf32>), not {type_name(acc)}")
+    if not isinstance(acc, Vector) or acc.dtype not in (f32, i32):
+        raise DSLTypeError(f"dsl.wgmma accumulates into an f32 vector (vector<N/2xf32>; i32 for 8-bit integer "
+                           f"tiles), not {type_name(acc)}")
     n = 2 * acc.width
     if n % 8 or not 8 <= n <= 256:
         raise DSLTypeError(f"dsl.wgmma: the accumulator {type_name(acc)} means N={n}; N must be a multiple of 8 "
-                           "from 8 to 256 (vector<4xf32> to vector<128xf32>)")
+                           f"from 8 to 256 (vector<4x{acc.dtype.name}> to vector<128x{acc.dtype.name}>)")
     if b_major not in ("k", "n"):
         raise DSLTypeError(f"dsl.wgmma b_major is 'k' (B stored N x K) or 'n' (K x N), not {b_major!r}")
     b_tile = (_k_major if b_major == "k" else _mn_major)(b, got["b_index"], "dsl.wgmma (B)")
     if b_tile.extent < n:
         raise DSLTypeError(f"dsl.wgmma: the accumulator means an N={n} B tile, but {type_name(b)} holds only "
                            f"{b_tile.extent} there")
-    if isinstance(a, Vector):  # A in registers: 8 elements per thread and step of K
+    k_step = _k_per_step(b.dtype)
+    if isinstance(a, Vector):  # A in registers: 4 words per thread and step of K (8 16-bit or 16 8-bit elements)
         if got["a_index"] is not None:
             raise DSLTypeError("dsl.wgmma with A in registers (a vector) takes a_index=None")
-        if a.dtype != b.dtype or a.width != 8 * b_tile.k_steps:
-            raise DSLTypeError(f"dsl.wgmma: the B tile has K={16 * b_tile.k_steps}, so A in registers is "
-                               f"vector<{8 * b_tile.k_steps}x{b.dtype.name}>, not {type_name(a)}")
+        _pair(a.dtype, b.dtype, acc.dtype, type_name(a), type_name(b))
+        per_step = 128 // a.dtype.bits
+        if a.dtype.bits != b.dtype.bits or a.width != per_step * b_tile.k_steps:
+            raise DSLTypeError(f"dsl.wgmma: the B tile has K={k_step * b_tile.k_steps}, so A in registers is "
+                               f"vector<{(128 // b.dtype.bits) * b_tile.k_steps}x{b.dtype.name}>, not {type_name(a)}")
         words = to_words(a)
         a_tile = None
     else:
         a_tile = _k_major(a, got["a_index"], "dsl.wgmma (A)")
-        if a.dtype != b.dtype:
-            raise DSLTypeError(f"dsl.wgmma multiplies tiles of one type; got {type_name(a)} and {type_name(b)}")
+        _pair(a.dtype, b.dtype, acc.dtype, type_name(a), type_name(b))
         if a_tile.extent < 64:
             raise DSLTypeError(f"dsl.wgmma: the A tile is 64 rows, but only {a_tile.extent} remain in {type_name(a)}")
         if a_tile.k_steps != b_tile.k_steps:
-            raise DSLTypeError(f"dsl.wgmma: A has K={16 * a_tile.k_steps} but B has K={16 * b_tile.k_steps}")
+            raise DSLTypeError(f"dsl.wgmma: A has K={k_step * a_tile.k_steps} but B has K={k_step * b_tile.k_steps}")
     lanes = _lanes(acc)
     m = len(lanes)
     one = ops.constant(_i(32), 1)  # scale-d: D = A x B + D
-    kind = _PTX_TYPE[b.dtype]
-    shape = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind}"
-    trans_b = int(b_major == "n")
+    a_kind = _PTX_TYPE[a.dtype]
+    shape = (f"wgmma.mma_async.sync.aligned.m64n{n}k{k_step}.{_PTX_TYPE[acc.dtype]}.{a_kind}."
+             f"{_PTX_TYPE[b.dtype]}")
+    # the immediates after scale-d: 16-bit types have imm-scale-a/b and the transposes (trans-a
+    # only with A in shared memory), fp8 the scales only, integers none
+    if b.dtype in _INT8:
+        immediates, a_reg_immediates = "", ""
+    elif b.dtype in _FP8:
+        immediates = a_reg_immediates = ", 1, 1"
+    else:
+        trans_b = int(b_major == "n")
+        immediates, a_reg_immediates = f", 1, 1, 0, {trans_b}", f", 1, 1, {trans_b}"
+    code = "f" if acc.dtype == f32 else "r"
     tied = [str(k) for k in range(m)]
     asm([], "wgmma.fence.sync.aligned;", "", [])
     for step in range(b_tile.k_steps):
         db = _advanced(b_tile, step)
         if a_tile is None:
             text = (f"{{\n.reg .pred p;\nsetp.ne.b32 p, ${m + 5}, 0;\n{shape} {_regs(0, m)}, {_regs(m, 4)}, "
-                    f"${m + 4}, p, 1, 1, {trans_b};\n}}")
+                    f"${m + 4}, p{a_reg_immediates};\n}}")
             operands, constraints = [*words[4 * step:4 * step + 4], db, one], ["r"] * 4 + ["l", "r"]
         else:
             text = (f"{{\n.reg .pred p;\nsetp.ne.b32 p, ${m + 2}, 0;\n{shape} {_regs(0, m)}, ${m}, ${m + 1}, "
-                    f"p, 1, 1, 0, {trans_b};\n}}")
+                    f"p{immediates};\n}}")
             operands, constraints = [_advanced(a_tile, step), db, one], ["l", "l", "r"]
-        lanes = asm([f32.mlir_type()] * m, text, ",".join(["=f"] * m + constraints + tied), [*operands, *lanes])
+        lanes = asm([acc.dtype.mlir_type()] * m, text, ",".join([f"={code}"] * m + constraints + tied),
+                    [*operands, *lanes])
     asm([], "wgmma.commit_group.sync.aligned;", "", [])
-    return _vector(f32, lanes)
+    return _vector(acc.dtype, lanes)
 
 
 def _advanced(tile: _Tile, step: int) -> Any:
@@ -579,16 +625,17 @@ def wgmma_wait(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     acc = got["acc"]
     many = isinstance(acc, tuple | list)
     accs = list(acc) if many else [acc]
-    if not all(isinstance(v, Vector) and v.dtype == f32 for v in accs):
-        raise DSLTypeError("dsl.wgmma_wait takes the f32 accumulator(s) that dsl.wgmma returned")
+    if not all(isinstance(v, Vector) and v.dtype in (f32, i32) for v in accs):
+        raise DSLTypeError("dsl.wgmma_wait takes the f32 or i32 accumulator(s) that dsl.wgmma returned")
     lanes = [lane for v in accs for lane in _lanes(v)]
+    types = [v.dtype for v in accs for _ in range(v.width)]
     m = len(lanes)
     # The accumulators pass through the wait, so nothing reads them before it.
-    out = asm([f32.mlir_type()] * m, f"wgmma.wait_group.sync.aligned {pending};",
-              ",".join(["=f"] * m + [str(k) for k in range(m)]), lanes)
+    out = asm([t.mlir_type() for t in types], f"wgmma.wait_group.sync.aligned {pending};",
+              ",".join([f"={'f' if t == f32 else 'r'}" for t in types] + [str(k) for k in range(m)]), lanes)
     results, at = [], 0
     for v in accs:
-        results.append(_vector(f32, out[at:at + v.width]))
+        results.append(_vector(v.dtype, out[at:at + v.width]))
         at += v.width
     return tuple(results) if many else results[0]
 

@@ -5,11 +5,14 @@ specifies (the layouts the examples' epilogues index, checked against the GPU by
 
 - `mma.sync` m16n8k16 (f16, bf16) and m16n8k32 (s8, u8, e4m3, e5m2) and `ldmatrix`
   (x1 / x2 / x4, `.trans`): warp-collective, so every lane of a warp must execute them.
-- `wgmma.mma_async` m64nNk16 (f16, bf16) with A from a shared-memory descriptor or from
-  registers and B K- or N-major: each warp computes its 16 rows of the warpgroup's 64 at
+- `wgmma.mma_async` m64nNk16 (f16, bf16) and m64nNk32 (e4m3, e5m2 into f32; s8, u8 into s32)
+  with A from a shared-memory descriptor or from registers and B K- or N-major (8-bit: K-major
+  only): each warp computes its 16 rows of the warpgroup's 64 at
   issue, but the result registers hold poisoned values until a `wait_group` retires the
   group (`wgmma_flight`): a kernel that reads an accumulator before its wait faults here,
-  where it races on the GPU. `commit_group` and `wait_group` count the groups per lane.
+  where it races on the GPU (f32 accumulators only: the poison is a NaN payload, so s32
+  accumulators are computed exactly but not poisoned; the compiler's DSL305 still refuses an
+  early read). `commit_group` and `wait_group` count the groups per lane.
 - TMA tensor loads and stores (`cp.async.bulk.tensor`), with the map's box, bounds (zeros
   read outside the tensor, nothing written there) and swizzle; a load completes its bytes
   on its mbarrier at once, a store is done at issue.
@@ -21,8 +24,9 @@ specifies (the layouts the examples' epilogues index, checked against the GPU by
   multicast into every block of the mask.
 
 Products are exact and sums are taken in float64, then rounded once to the accumulator's
-type; the tensor cores add in an order and with internal precision the ISA leaves to the
-hardware, so results agree with the GPU to within that rounding, not bit for bit.
+type (s32 sums are exact and wrap); the tensor cores add floats in an order and with internal
+precision the ISA leaves to the hardware, so results agree with the GPU to within that
+rounding, not bit for bit.
 """
 
 from __future__ import annotations
@@ -252,8 +256,9 @@ def _by_region(st: Lanes, lane_of: np.ndarray, addresses: np.ndarray, nbytes: in
 # --- wgmma --------------------------------------------------------------------------------------
 
 _WGMMA = re.compile(r"\{ \.reg \.pred p; setp\.ne\.b32 p, " + _REG + r", 0; wgmma\.mma_async\.sync\.aligned\.m64n(\d+)"
-                    r"k16\.f32\.(bf16|f16)\.(bf16|f16) " + _REGS + r", (" + _REGS + "|" + _REG + r"), " + _REG
-                    + r", p, 1, 1, (?:0, )?([01]); \}")
+                    r"k(?:16|32)\.(f32|s32)\.(bf16|f16|e4m3|e5m2|s8|u8)\.(bf16|f16|e4m3|e5m2|s8|u8) " + _REGS + r", ("
+                    + _REGS + "|" + _REG + r"), " + _REG + r", p(?:, 1, 1(?:, (?:0, )?([01]))?)?; \}")
+_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
 
 
 @dataclass(frozen=True)
@@ -272,23 +277,27 @@ def _descriptor(bits: int, lane: int) -> _Descriptor:
     return _Descriptor((bits & 0x3FFF) << 4, ((bits >> 16) & 0x3FFF) << 4, ((bits >> 32) & 0x3FFF) << 4, 128)
 
 
-def _tile_addresses(d: _Descriptor, rows: np.ndarray, k: np.ndarray, k_major: bool) -> np.ndarray:
-    """Byte addresses of elements (row or column of M / N, K) of a 16-bit tile in a
-    descriptor's canonical 128-byte swizzled layout."""
-    if k_major:  # rows of 64 elements (128 bytes), 8-row atoms `stride` apart
-        plain = d.start + (rows // 8) * d.stride + (rows % 8) * 128 + 2 * k
+def _tile_addresses(d: _Descriptor, rows: np.ndarray, k: np.ndarray, k_major: bool, nbytes: int = 2) -> np.ndarray:
+    """Byte addresses of elements (row or column of M / N, K) of a tile of `nbytes`-byte
+    elements in a descriptor's canonical 128-byte swizzled layout (MN-major: 16-bit only)."""
+    if k_major:  # rows of 128 bytes (64 16-bit or 128 8-bit elements), 8-row atoms `stride` apart
+        plain = d.start + (rows // 8) * d.stride + (rows % 8) * 128 + nbytes * k
     else:  # K rows of 64 columns, 8-row atoms `stride` apart, 64-column chunks `leading` apart
         plain = d.start + (rows // 64) * d.leading + (k // 8) * d.stride + (k % 8) * 128 + 2 * (rows % 64)
     return swizzled(plain, d.swizzle)
 
 
 def _wgmma(info: OpInfo, m: re.Match) -> Step:
-    regs = len(m.group(5).split(","))  # the accumulators: outputs $0.., so input $k is operand k - regs
+    regs = len(m.group(6).split(","))  # the accumulators: outputs $0.., so input $k is operand k - regs
     scale_slot, n = int(m.group(1)) - regs, int(m.group(2))
-    kind = m.group(3)
-    a_in_registers = m.group(7) is not None
-    b_slot = int(m.group(9)) - regs
-    trans_b = m.group(10) == "1"
+    integer = m.group(3) == "s32"
+    a_kind, b_kind = m.group(4), m.group(5)
+    nbytes = _ELEMENT_BYTES[b_kind]
+    k_step = 32 // nbytes  # 32 bytes of a K-major row per instruction: k16 or k32
+    per_word = 4 // nbytes  # A elements in each 32-bit register
+    a_in_registers = m.group(8) is not None
+    b_slot = int(m.group(10)) - regs
+    trans_b = m.group(11) == "1"
     args = info.args
     (o,) = info.outs
     acc_slots = args[-regs:]  # the tied accumulators come after the inputs
@@ -296,7 +305,9 @@ def _wgmma(info: OpInfo, m: re.Match) -> Step:
     rows16 = np.arange(16)
     tracker = info.builder.in_flight
     instruction = tracker.instruction(info, regs)
-    ticketed = not feeds_only_mma(info.op)  # a step of K whose result only the next step reads needs none
+    # a step of K whose result only the next step reads needs no tickets; nor do s32 accumulators,
+    # which a NaN payload cannot stand for
+    ticketed = not integer and not feeds_only_mma(info.op)
 
     def step(st: Lanes) -> None:
         warps, lanes = _whole_warps(st, what)
@@ -304,34 +315,40 @@ def _wgmma(info: OpInfo, m: re.Match) -> Step:
         warp_in_group = (st.linear[first] // WARP) % 4
         desc_b = _per_lane(st.v[args[b_slot]], st.n).astype(np.int64)
         scale = _per_lane(st.v[args[scale_slot]], st.n)
-        # an accumulator still in flight is read as its product: MMAs into one accumulator are ordered
-        current = tracker.redeem_rows(st, registers([st.v[s] for s in acc_slots], st.n))
-        acc = current[lanes].astype(np.float64)  # (W, 32, R)
+        if integer:
+            current = np.stack([_per_lane(st.v[s], st.n) for s in acc_slots], axis=1).astype(np.int64)
+        else:  # an accumulator still in flight is read as its product: MMAs into one accumulator are ordered
+            current = tracker.redeem_rows(st, registers([st.v[s] for s in acc_slots], st.n)).astype(np.float64)
+        acc = current[lanes]  # (W, 32, R)
         out = np.zeros_like(acc)
         if a_in_registers:
             a_words = _words(st, args[:4], lanes)
         for wi in range(len(warps)):
             lead = int(first[wi])
             db = _descriptor(int(desc_b[lead]), lead)
-            kk, nn = np.meshgrid(np.arange(16), np.arange(n), indexing="ij")
-            b_at = _tile_addresses(db, nn, kk, k_major=not trans_b)  # (16, n) for B[k][n]
-            b = _tile(st, lead, b_at, kind)
-            if a_in_registers:  # the m16k16 A fragment of this warp's 16 rows
-                a = np.zeros((16, 16))
+            kk, nn = np.meshgrid(np.arange(k_step), np.arange(n), indexing="ij")
+            b_at = _tile_addresses(db, nn, kk, k_major=not trans_b, nbytes=nbytes)  # (k, n) for B[k][n]
+            b = _tile(st, lead, b_at, b_kind)
+            if a_in_registers:  # the m16kK A fragment of this warp's 16 rows (mma.sync's A layout)
+                a = np.zeros((16, k_step), dtype=b.dtype)
                 for j, word in enumerate(a_words):
-                    e = _elements(word[wi], kind)
-                    for h in range(2):
-                        a[_G + 8 * (j & 1), 2 * _Q + 8 * (j >> 1) + h] = e[:, h]
+                    e = _elements(word[wi], a_kind)
+                    for h in range(per_word):
+                        a[_G + 8 * (j & 1), per_word * _Q + 4 * per_word * (j >> 1) + h] = e[:, h]
             else:
                 da = _descriptor(int(_per_lane(st.v[args[0]], st.n).astype(np.int64)[lead]), lead)
-                rr, kk2 = np.meshgrid(16 * int(warp_in_group[wi]) + rows16, np.arange(16), indexing="ij")
-                a = _tile(st, lead, _tile_addresses(da, rr, kk2, k_major=True), kind)
+                rr, kk2 = np.meshgrid(16 * int(warp_in_group[wi]) + rows16, np.arange(k_step), indexing="ij")
+                a = _tile(st, lead, _tile_addresses(da, rr, kk2, k_major=True, nbytes=nbytes), a_kind)
             d = a @ b  # (16, n)
             r = np.arange(regs)
             lane_rows = _G[:, None] + 8 * ((r[None, :] >> 1) & 1)
             lane_cols = 8 * (r[None, :] >> 2) + 2 * _Q[:, None] + (r[None, :] & 1)
             keep = _per_lane(scale, st.n)[lanes[wi]].astype(np.int64) != 0
-            out[wi] = d[lane_rows, lane_cols] + np.where(keep[:, None], acc[wi], 0.0)
+            out[wi] = d[lane_rows, lane_cols] + np.where(keep[:, None], acc[wi], 0)
+        if integer:  # s32 sums wrap
+            wrapped = ((out + 2**31) % 2**32 - 2**31).astype(np.int32)
+            st.v[o] = _scatter(st, lanes, [wrapped[:, :, i] for i in range(regs)], np.int32)
+            return
         products = _scatter(st, lanes, [out[:, :, i].astype(np.float32) for i in range(regs)], np.float32)
         st.v[o] = tracker.issue(st, instruction, list(products)) if ticketed else products  # in flight until a wait
 
@@ -339,10 +356,15 @@ def _wgmma(info: OpInfo, m: re.Match) -> Step:
 
 
 def _tile(st: Lanes, lead: int, addresses: np.ndarray, kind: str) -> np.ndarray:
-    """The 16-bit elements at shared `addresses` (any shape) as float64, read for lane `lead`'s block."""
+    """The elements of `kind` at shared `addresses` (any shape), read for lane `lead`'s block:
+    float64, or int64 for s8 / u8 (so integer products are exact)."""
     at = addresses.astype(np.int64)
-    raw = _shared_read(st, np.full(at.shape, lead), at, 2, "dsl.wgmma")
-    bits = raw.reshape(-1, 2).view(np.uint16)[:, 0]
+    nbytes = _ELEMENT_BYTES[kind]
+    raw = _shared_read(st, np.full(at.shape, lead), at, nbytes, "dsl.wgmma").reshape(-1, nbytes)
+    if nbytes == 1:
+        word = raw[:, 0].astype(np.uint32)  # one element in the low byte of a word
+        return _elements(word, kind)[:, 0].reshape(addresses.shape)
+    bits = raw.view(np.uint16)[:, 0]
     if kind == "f16":
         values = bits.view(np.float16).astype(np.float64)
     else:
@@ -357,9 +379,18 @@ def _wgmma_wait(info: OpInfo, m: re.Match) -> Step:
     (o,) = info.outs if info.outs else (None,)
     tracker = info.builder.in_flight
 
+    # s32 accumulators carry no tickets (`_wgmma`): they pass through as they are
+    floats = [k for k, v in enumerate(info.op.operands) if str(v.type) != "i32"]
+
     def step(st: Lanes) -> None:
         values = [st.v[a] for a in args]
-        out = tracker.wait(st, pending, values) if tracker is not None else values  # no wgmma: nothing to wait for
+        out = list(values)
+        if tracker is not None:  # no wgmma: nothing to wait for
+            # the wait retires groups for the lanes even when it passes no f32 register
+            held = [values[k] for k in floats] or [np.zeros(st.n, dtype=np.float32)]
+            redeemed = tracker.wait(st, pending, held)
+            for k, v in zip(floats, redeemed):
+                out[k] = v
         if o is not None:
             st.v[o] = tuple(out) if len(args) > 1 else out[0]
 

@@ -230,19 +230,24 @@ def tma_store_wait(pending: int = 0) -> None:
 def wgmma(acc: Any, a: Any, a_index: Any, b: Any, b_index: Any, b_major: str = "k") -> Any:
     """Issues a warpgroup MMA: `acc += A x B` over the whole K extent of the tiles.
 
-    The accumulator `acc` is `vector<N/2 x f32>` (N a multiple of 8, at most 256). Operands
-    are 16-bit (f16 or bf16) shared arrays with `swizzle=128` (rows of 64 elements):
+    The accumulator `acc` is `vector<N/2 x f32>` (N a multiple of 8, at most 256), or
+    `vector<N/2 x i32>` for 8-bit integers. Operands are shared arrays with `swizzle=128`
+    (128-byte rows): 16-bit (f16 or bf16; one type for both, rows of 64 elements, k16 per
+    instruction), fp8 (f8e4m3 and f8e5m2, A and B may differ; into f32) or 8-bit integers
+    (i8 and u8, may differ; into i32); 8-bit rows hold 128 elements, k32 per instruction,
+    and both operands are K-major (8-bit wgmma has no transpose):
 
     - A is K-major, [rows][K]: the 64 rows starting at `a_index` (the indices of every
       dimension but the last). Or A is in registers: pass `a` as a `vector<8 * K/16>` laid out as a
       64x16 accumulator per step of K (the f32 result of a previous wgmma converted to
-      bf16 is such a vector; pass `a_index=None`).
+      bf16 is such a vector; pass `a_index=None`); 8-bit A is `vector<16 * K/32>`, four
+      words per k32 step in mma_sync's m16n8k32 A layout for each warp's 16 rows.
     - B with `b_major="k"` is stored N x K (B^T, K contiguous): the N rows from `b_index`.
       With `b_major="n"` it is stored K x N as (..., N/64, K, 64), 64-column chunks of K rows
       (what a TMA box of 64 columns writes), and `b_index` indexes the dimensions before
       those three.
 
-    It emits `wgmma.fence`, one `wgmma.mma_async` per 16 elements of K and
+    It emits `wgmma.fence`, one `wgmma.mma_async` per 32 bytes of K and
     `wgmma.commit_group`. The result is in flight: pass it through `wgmma_wait` before
     reading it (a read before is DSL305; passing it into the next `wgmma` is no read). All
     128 threads of the warpgroup must call it.
