@@ -50,19 +50,24 @@ its first value; a second value makes it a symbol, which kdsl's fake launcher ca
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import torch
-import torch.nn.functional as F
+from typing import Any, cast
 
 import dsl
 import dsl.torch
 from dsl import Constexpr, Float32, Int32, Tensor, bf16, f32
+
+try:  # without PyTorch the kernels still lint, compile and interpret; the layers need it
+    torch: Any = importlib.import_module("torch")
+except ModuleNotFoundError:
+    torch = cast(Any, None)
+F: Any = getattr(torch, "nn", None) and torch.nn.functional
+_Module: Any = getattr(getattr(torch, "nn", None), "Module", object)
 
 _EXAMPLES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _EXAMPLES not in sys.path:
@@ -331,7 +336,7 @@ def rope_tables(config: LlamaConfig, device: Any = "cpu") -> tuple[Any, Any]:
     return angles.cos().float().to(device), angles.sin().float().to(device)
 
 
-class _Layer(torch.nn.Module):
+class _Layer(_Module):
     """The weights, RoPE tables and KV cache both layers hold (the same tensors may be shared)."""
 
     attn_norm: Any
