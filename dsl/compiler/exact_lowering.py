@@ -164,40 +164,84 @@ def _widen_bf16(x: Any, result_type: Any) -> Any:
     return as_f32 if result_type == f32 else ops.value("arith.extf", result_type, as_f32)
 
 
-NARROW_OVERFLOWING = frozenset({"arith.addi", "arith.subi", "arith.muli", "arith.shli", "arith.divsi", "math.absi"})
+# 8- and 16-bit integer operations, by how their operands widen to 32 bits exactly
+_SIGNED = frozenset({"arith.divsi", "arith.remsi", "arith.shrsi", "arith.maxsi", "arith.minsi", "math.absi"})
+_UNSIGNED = frozenset({"arith.divui", "arith.remui", "arith.shrui", "arith.maxui", "arith.minui"})
+_EITHER = frozenset({"arith.addi", "arith.subi", "arith.muli", "arith.andi", "arith.ori", "arith.xori",
+                     "arith.shli"})  # the low bits of the result do not depend on the extension
+_SHIFTS = frozenset({"arith.shli", "arith.shrsi", "arith.shrui"})  # the amount widens unsigned
+_CONVERSIONS = frozenset({"arith.sitofp", "arith.uitofp"})  # from an 8- or 16-bit integer
+_EXTENSIONS = frozenset({"arith.extsi", "arith.extui"})  # i8 to i16
+_SIGNED_PREDICATES = frozenset({2, 3, 4, 5})  # arith.cmpi's slt, sle, sgt, sge
 
 
-def renormalize_narrow_integers(module: Any) -> int:
-    """For ptxas 13.0 (`toolchain.KNOWN_BAD_PTXAS`), which drops the sign extension of an 8- or
-    16-bit result that left its range (`-x` of an i16 -32768 widened to i64 gave 32768): each
-    scalar i8 / i16 add, subtract, multiply, shift, division and `abs` result is taken through
-    32 bits and back (zero-extended, an opaque `mov.b32`, truncated), so the register ptxas sees
-    holds the wrapped value, which it then extends as it must. Returns how many it rewrote."""
+def _narrow(ty: Any) -> bool:
+    return isinstance(ty, ir.IntegerType) and ty.width in (8, 16)
+
+
+def widen_narrow_integers(module: Any) -> int:
+    """For ptxas 13.0 (`toolchain.KNOWN_BAD_PTXAS`), which miscompiles 8- and 16-bit integer
+    code in several ways (it drops the sign extension of a result that left its range, so `-x`
+    of an i16 -32768 widened to i64 gave 32768; it folds `max(x, 1) == 1` of u16 through the
+    min/max unit's predicate the wrong way round; it compares a sign-extended i8 as u16 against
+    32 bits): no 8- or 16-bit arithmetic, comparison, extension or integer-to-float conversion
+    reaches the PTX. Each is done on its operands extended to 32 bits, as the operation reads them (signed
+    or unsigned), which gives the same low bits (shift amounts and divisors are guarded by the
+    frontend); a narrow result is the 32-bit one truncated. Opaque `mov.b32`s keep LLVM from
+    narrowing them again (ptxas removes the moves). Returns how many operations it rewrote."""
     found: list[Any] = []
 
     def visit(op: Any) -> Any:
-        if op.name in NARROW_OVERFLOWING and len(op.results) == 1:
-            ty = op.results[0].type
-            if isinstance(ty, ir.IntegerType) and ty.width in (8, 16):
+        name = op.name
+        if name in _SIGNED or name in _UNSIGNED or name in _EITHER:
+            if len(op.results) == 1 and _narrow(op.results[0].type):
                 found.append(op)
+        elif name in _CONVERSIONS or name == "arith.cmpi":
+            if _narrow(op.operands[0].type):
+                found.append(op)
+        elif name in _EXTENSIONS and _narrow(op.results[0].type):
+            found.append(op)
         return ir.WalkResult.ADVANCE
 
     for top in module.body.operations:
         if top.operation.name == "gpu.module":
             top.operation.walk(visit)
     for op in found:
-        result = op.results[0]
-        with ir.InsertionPoint.after(op), op.location:
-            wrapped, widening = _through_32_bits(result)
-        _replace_uses_except(result, wrapped, widening)
+        with ir.InsertionPoint(op), op.location:
+            replacement = _in_32_bits(op)
+        op.results[0].replace_all_uses_with(replacement)
+        op.erase()
     return len(found)
 
 
-def _through_32_bits(x: Any) -> tuple[Any, Any]:
-    """`x` zero-extended, through an opaque `mov.b32`, truncated; and the extension op."""
+def _in_32_bits(op: Any) -> Any:
+    """What replaces the narrow `op`: the same operation on 32-bit operands (see
+    `widen_narrow_integers`)."""
     from dsl.frontend import ops
 
     i32 = ir.IntegerType.get_signless(32)
-    word = ops.value("arith.extui", i32, x)
-    kept = ops.llvm_inline_asm(i32, "mov.b32 $0, $1;", "=r,r", [word], side_effects=False)
-    return ops.value("arith.trunci", x.type, kept), word.owner
+    name = op.name
+
+    def wide(x: Any, signed: bool) -> Any:
+        word = ops.value("arith.extsi" if signed else "arith.extui", i32, x)
+        return ops.llvm_inline_asm(i32, "mov.b32 $0, $1;", "=r,r", [word], side_effects=False)
+
+    if name in _CONVERSIONS:
+        return ops.value(name, op.results[0].type, wide(op.operands[0], name == "arith.sitofp"))
+    if name in _EXTENSIONS:
+        kept = wide(op.operands[0], name == "arith.extsi")
+        return ops.value("arith.trunci", op.results[0].type, kept)
+    if name == "arith.cmpi":
+        predicate = op.attributes["predicate"]
+        signed = ir.IntegerAttr(predicate).value in _SIGNED_PREDICATES
+        return ops.value(name, op.results[0].type, *(wide(x, signed) for x in op.operands), predicate=predicate)
+
+    def signed_operand(k: int) -> bool:
+        if name in _SHIFTS:  # the value as the operation reads it, the amount unsigned
+            return k == 0 and name == "arith.shrsi"
+        return name not in _UNSIGNED
+
+    operands = [wide(x, signed_operand(k)) for k, x in enumerate(op.operands)]
+    result = ops.value(name, i32, *operands)
+    kept = ops.llvm_inline_asm(i32, "mov.b32 $0, $1;", "=r,r", [result], side_effects=False)
+    return ops.value("arith.trunci", op.results[0].type, kept)

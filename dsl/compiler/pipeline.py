@@ -23,7 +23,7 @@ from dsl import environment
 from dsl.compiler import debug_variables, source_maps, toolchain
 from dsl.compiler.artifacts import Resources, SourceMap
 from dsl.compiler.build_options import BuildOptions
-from dsl.compiler.exact_lowering import make_bf16_exact, renormalize_narrow_integers
+from dsl.compiler.exact_lowering import make_bf16_exact, widen_narrow_integers
 from dsl.compiler.float_flags import apply_float_flags, correctly_rounded_sqrt
 from dsl.compiler.stages import STAGES
 from dsl.diagnostics import Diagnostic, SourceRange
@@ -133,7 +133,7 @@ def stage_lowered(build: Build) -> None:
     correctly_rounded_sqrt(lowered, build.float_flags)
     make_bf16_exact(lowered)
     if toolchain.ptxas_problem() is not None or environment.choice("KDSL_ASSEMBLER") == "driver":
-        renormalize_narrow_integers(lowered)  # ptxas 13.0 (the driver's own at CUDA 13.0 too)
+        widen_narrow_integers(lowered)  # ptxas 13.0 (the driver's own at CUDA 13.0 too)
     try:
         # a device-debug build keeps each statement's code at its line: LLVM does not optimise either
         lowering = LOWERING.format(chip=build.target.name, ptx=build.target.ptx_version,

@@ -14,9 +14,11 @@ form that keeps it, and on a GPU the hardware's answer is checked too.
 - `abs(x) >= 0` for a NaN `x`: ptxas folded it to true.
 - `x // -1` with a literal -1: LLVM's `sdiv INT_MIN, -1` is undefined (a run-time divisor was
   already guarded).
-- `-x` of an i16 -32768 widened to i64: ptxas 13.0 drops the sign extension; the toolchain
-  prefers another ptxas, and with only 13.0 it names the problem and takes 8- and 16-bit
-  results through 32 bits.
+- ptxas 13.0 miscompiles 8- and 16-bit integer code: `-x` of an i16 -32768 widened to i64 lost
+  its sign extension; `max(x, 1) == 1` of a u16 was folded through the min/max unit's
+  predicate the wrong way round; a sign-extended i8 compared as u16 was compared in 32 bits.
+  The toolchain prefers another ptxas, and with only 13.0 it names the problem and does all
+  8- and 16-bit integer arithmetic and comparison in 32 bits.
 """
 
 from __future__ import annotations
@@ -150,7 +152,9 @@ def test_the_ptx_keeps_the_rules_where_llvm_and_ptxas_bent_them() -> None:
     edges = dsl.compile(run_integer_edges, np.zeros(2, np.int16), np.zeros(2, np.float32), np.zeros(4, np.int32),
                         np.zeros(2, np.int64), np.zeros(2, np.int32), target="sm_90").stages["ptx"]
     assert "abs.f32" not in edges  # the sign cleared as bits: ptxas cannot fold the comparison
-    assert "setp.eq.b16" in edges and "div.s16" in edges  # INT_MIN // -1 guarded before the division
+    narrow = "s32" if toolchain.ptxas_problem() is not None else "s16"  # ptxas 13.0: in 32 bits
+    assert "setp.eq.b16" in edges or narrow == "s32"
+    assert f"div.{narrow}" in edges  # INT_MIN // -1 guarded before the division
 
 
 def test_a_ptxas_known_to_miscompile_is_passed_over_or_named(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
@@ -208,29 +212,48 @@ def test_the_gpu_computes_what_the_interpreter_does() -> None:
     run_integer_edges(torch.tensor(X, dtype=torch.int16, device="cuda"), torch.tensor(F, device="cuda"),
                       quotient, negated, ordered)
     assert quotient.cpu().tolist() == EXPECTED_QUOTIENT and ordered.cpu().tolist() == EXPECTED_ORDERED
-    assert negated.cpu().tolist() == EXPECTED_NEGATED  # with ptxas 13.0 through the 32-bit round trip
+    assert negated.cpu().tolist() == EXPECTED_NEGATED
+    narrow = [torch.from_numpy(a.view(np.int16) if a.dtype == np.uint16 else a).cuda() for a in _narrow_arguments()]
+    run_narrow_integers(*narrow, 0)  # with ptxas 13.0, in 32 bits
+    assert narrow[3].cpu().tolist() == EXPECTED_NARROW
 
 
 @dsl.kernel(contract=False)
-def narrow_negation(x: Tensor[i16], out: Tensor[i64], SHIFT: dsl.Constexpr[int]):
+def narrow_integers(x: Tensor[i16], y: Tensor[dsl.u16], b: Tensor[dsl.u16], out: Tensor[i64],
+                    SHIFT: dsl.Constexpr[int]):
     i = dsl.thread_idx.x
-    out[i] = dsl.cast(-(x[i] << SHIFT), i64)
+    out[3 * i] = dsl.cast(-(x[i] << SHIFT), i64)
+    out[3 * i + 1] = dsl.cast(dsl.max(6 & y[i], 1) == 1, i64)  # 13.0: inverted
+    low = dsl.cast(dsl.cast(b[i], dsl.i8), dsl.u16)  # -128 as u16: 0xff80
+    out[3 * i + 2] = dsl.cast(y[i] < low, i64)  # 13.0 compared with 0xffffff80
 
 
 @dsl.jit
-def run_narrow_negation(x: Tensor[i16], out: Tensor[i64], SHIFT: dsl.Constexpr[int] = 0):
-    narrow_negation(x, out, SHIFT).launch(grid=1, block=2)
+def run_narrow_integers(x: Tensor[i16], y: Tensor[dsl.u16], b: Tensor[dsl.u16], out: Tensor[i64],
+                        SHIFT: dsl.Constexpr[int] = 0):
+    narrow_integers(x, y, b, out, SHIFT).launch(grid=1, block=2)
 
 
-def test_with_ptxas_13_0_narrow_results_go_through_32_bits(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The workaround for ptxas 13.0 is made only when that ptxas assembles: each i16 result
-    that may overflow is zero-extended, passed through an opaque `mov.b32` and truncated, so the
-    register ptxas sign-extends holds the wrapped value (checked in the SASS of 13.0 and 13.5)."""
-    x, out = np.array(X, np.int16), np.zeros(2, np.int64)
-    plain = dsl.compile(run_narrow_negation, x, out, 0, target="sm_90").stages["ptx"]
-    assert ("mov.b32 %r" in plain) == (toolchain.ptxas_problem() is not None)
+Y, LOW = [2, 0xFF90], [0x80, 0x80]
+EXPECTED_NARROW = [-32768, 0, 1, -7, 1, 0]  # max(2 & 6, 1) != 1, max(0xff90 & 6, 1) == 1; 0xff90 >= 0xff80
+
+
+def _narrow_arguments() -> tuple[np.ndarray, ...]:
+    return (np.array(X, np.int16), np.array(Y, np.uint16), np.array(LOW, np.uint16), np.zeros(6, np.int64))
+
+
+def test_with_ptxas_13_0_narrow_integer_code_is_done_in_32_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workaround for ptxas 13.0 is made only when that ptxas assembles: no 8- or 16-bit
+    integer arithmetic or comparison is left in the PTX (checked in the SASS of 13.0 and 13.5)."""
+    narrow_ops = ("neg.s16", "sub.s16", "shl.b16", "max.u16", "setp.lt.u16", "setp.eq.b16", "setp.eq.s16")
+    plain = dsl.compile(run_narrow_integers, *_narrow_arguments(), 0, target="sm_90").stages["ptx"]
+    if toolchain.ptxas_problem() is None:
+        assert any(op in plain for op in narrow_ops)  # what a sound ptxas is given
     monkeypatch.setattr(toolchain, "ptxas_problem", lambda: "ptxas 13.0 (a test's stand-in)")
-    worked_around = dsl.compile(run_narrow_negation, x, out, 1, target="sm_90").stages["ptx"]
-    assert worked_around.count("mov.b32 %r") >= 2  # the shift's and the negation's results, each opaque
-    dsl.interpret(run_narrow_negation, x, out, 0)
-    assert out.tolist() == EXPECTED_NEGATED
+    worked_around = dsl.compile(run_narrow_integers, *_narrow_arguments(), 1, target="sm_90").stages["ptx"]
+    left = [op for op in narrow_ops if op in worked_around]
+    assert not left, f"16-bit integer operations reach ptxas 13.0: {left}"
+    assert "mov.b32 %r" in worked_around and "setp.lt.u32" in worked_around
+    args = _narrow_arguments()
+    dsl.interpret(run_narrow_integers, *args, 0)
+    assert args[3].tolist() == EXPECTED_NARROW
