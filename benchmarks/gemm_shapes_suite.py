@@ -39,18 +39,18 @@ NK = [(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (8192, 28672), 
 GRAPH_MS = 2.0  # GPU time one graph replay should take, at least
 
 
-def require_gpu() -> Any:
-    """torch with a Hopper GPU, or exit saying what is missing."""
+def require_gpu(suite: str = "gemm_shapes_suite", peer: str = "cuBLAS") -> Any:
+    """torch with a Hopper GPU, or exit saying (as `suite`) what is missing."""
     try:
         import torch
     except ImportError:
-        sys.exit("gemm_shapes_suite: needs PyTorch with CUDA (to compare against cuBLAS); torch is not installed")
+        sys.exit(f"{suite}: needs PyTorch with CUDA (to compare against {peer}); torch is not installed")
     from dsl.runtime import driver
 
     if not torch.cuda.is_available() or not driver.available():
-        sys.exit("gemm_shapes_suite: needs an NVIDIA GPU (H100 / H200); none is visible here")
+        sys.exit(f"{suite}: needs an NVIDIA GPU (H100 / H200); none is visible here")
     if torch.cuda.get_device_capability() != (9, 0):
-        sys.exit(f"gemm_shapes_suite: needs a Hopper GPU (sm_90a); this is {torch.cuda.get_device_name()}")
+        sys.exit(f"{suite}: needs a Hopper GPU (sm_90a); this is {torch.cuda.get_device_name()}")
     return torch
 
 

@@ -9,6 +9,8 @@ N x K) into 64x256 i32 accumulators. The tile walk and the buffer release are ge
 (imported). The epilogue differs: an i32 C tile would need 128 KiB of shared memory beside the
 ring, so each thread stores its accumulator pairs straight to global memory (8 bytes per store,
 every 32-byte sector whole), skipping rows past M (an M of 16 reads a tile of zeros below it).
+The two roles' loops are helpers (`load_stages`, `multiply_tile`) that `gemm_fp8.py` shares: any
+8-bit pair of K-major tiles goes through the same ring.
 
     python examples/gemm_int8_hopper.py     # on an H100 / H200: checks against an exact int64 product, prints TOP/s
 """
@@ -23,6 +25,41 @@ from dsl import Int32, Tensor, i8, i32
 BN, BK = 256, 128  # BK: 128 bytes of 8-bit K per swizzled row
 SMEM = 227 * 1024 - 1024
 STAGES = SMEM // ((BM + BN) * BK)  # 4
+
+
+def load_stages(sa: Any, sb: Any, ta: Any, tb: Any, full: Any, empty: Any, units: Any, tiles_m: Any, tiles_n: Any,
+                k_tiles: Any, BN: int, STAGES: int) -> None:
+    """The producer thread: for each of this block's tiles, the K tiles of A (BM x BK) and B (BN x BK)
+    into the ring by TMA, each stage once its consumers have freed it."""
+    step = 0
+    for unit in range(dsl.block_idx.x, units, dsl.grid_dim.x):
+        pm, pn = tile_coordinates(unit, tiles_m, tiles_n)
+        for kt in range(k_tiles):
+            s = step % STAGES
+            dsl.mbarrier_wait(empty, s, ((step // STAGES) % 2) ^ 1)
+            dsl.mbarrier_expect_tx(full, s, (BM + BN) * BK)  # whole boxes, zero-filled rows too
+            dsl.tma_load(sa, (s,), ta, (pm * BM, kt * BK), full, s)
+            dsl.tma_load(sb, (s,), tb, (pn * BN, kt * BK), full, s)
+            step += 1
+
+
+def multiply_tile(acc: Any, sa: Any, sb: Any, full: Any, empty: Any, step: Any, k_tiles: Any, row0: Any,
+                  lane: Any, STAGES: int) -> Any:
+    """One consumer's K loop over a tile: `acc` plus its 64 rows of A times the B tile, each stage
+    released once the wgmma after it has been issued (so the one reading it is done). Returns the
+    waited accumulator and the ring position after the tile."""
+    for kt in range(k_tiles):
+        s = step % STAGES
+        dsl.mbarrier_wait(full, s, (step // STAGES) % 2)
+        acc = dsl.wgmma(acc, sa, (s, row0), sb, (s, 0))
+        acc = dsl.wgmma_wait(acc, pending=1)  # the previous step's wgmma is done ...
+        if kt > 0 and lane == 0:
+            release(empty, (step + STAGES - 1) % STAGES, 1)  # ... so its buffer is free
+        step += 1
+    acc = dsl.wgmma_wait(acc, pending=0)
+    if lane == 0:
+        release(empty, (step + STAGES - 1) % STAGES, 1)
+    return acc, step
 
 
 def store_rows(acc: Any, c: Any, t: Any, row0: Any, col0: Any, M: Any) -> None:
@@ -59,34 +96,15 @@ def gemm_int8_kernel(ta: dsl.TensorMap, tb: dsl.TensorMap, c: Tensor[i32, 2], M:
     if warpgroup == 0:
         dsl.setmaxnreg(40, increase=False)
         if tid == 0:
-            step = 0
-            for unit in range(dsl.block_idx.x, units, dsl.grid_dim.x):
-                pm, pn = tile_coordinates(unit, tiles_m, tiles_n)
-                for kt in range(k_tiles):
-                    s = step % STAGES
-                    dsl.mbarrier_wait(empty, s, ((step // STAGES) % 2) ^ 1)
-                    dsl.mbarrier_expect_tx(full, s, (BM + BN) * BK)  # whole boxes, zero-filled rows too
-                    dsl.tma_load(sa, (s,), ta, (pm * BM, kt * BK), full, s)
-                    dsl.tma_load(sb, (s,), tb, (pn * BN, kt * BK), full, s)
-                    step += 1
+            load_stages(sa, sb, ta, tb, full, empty, units, tiles_m, tiles_n, k_tiles, BN, STAGES)
     else:
         dsl.setmaxnreg(232, increase=True)
         row0 = (warpgroup - 1) * 64
         step = 0
         for unit in range(dsl.block_idx.x, units, dsl.grid_dim.x):
             pm, pn = tile_coordinates(unit, tiles_m, tiles_n)
-            acc = dsl.zeros(dsl.i32, BN // 2)
-            for kt in range(k_tiles):
-                s = step % STAGES
-                dsl.mbarrier_wait(full, s, (step // STAGES) % 2)
-                acc = dsl.wgmma(acc, sa, (s, row0), sb, (s, 0))
-                acc = dsl.wgmma_wait(acc, pending=1)  # the previous step's wgmma is done ...
-                if kt > 0 and lane == 0:
-                    release(empty, (step + STAGES - 1) % STAGES, 1)  # ... so its buffer is free
-                step += 1
-            acc = dsl.wgmma_wait(acc, pending=0)
-            if lane == 0:
-                release(empty, (step + STAGES - 1) % STAGES, 1)
+            acc, step = multiply_tile(dsl.zeros(dsl.i32, BN // 2), sa, sb, full, empty, step, k_tiles, row0, lane,
+                                      STAGES)
             store_rows(acc, c, tid % 128, pm * BM + row0, pn * BN, M)
 
 

@@ -30,7 +30,9 @@ share an SM and one's epilogue hides behind the other's stream; at MP = 128 a bl
 (256-row B tiles: A, as wide as B there, is read from L2 half as often) and one block fills an SM.
 TMA reads zeros past the ends of every operand, so M, N and K need not be multiples of any tile (K
 must be a multiple of 8: TMA rows are 16-byte aligned); c is stored element by element under
-bounds checks (at small M it is a small fraction of the bytes).
+bounds checks (at small M it is a small fraction of the bytes). The producer's and the consumers'
+loops and the split-K hand-off are helpers (`stream_split`, `multiply_split`, `last_split`,
+`sum_splits`) that `gemm_fp8.py` runs on fp8 tiles.
 
 A `@dsl.jit` function cannot allocate memory, nor branch on run-time shapes, so `matmul` is plain
 Python: it reads the shapes, asks `plan_for` for a `Plan` (cached per shape and SM count) and
@@ -84,6 +86,61 @@ def store_c(c: Any, acc: Any, M: Any, N: Any, n_row: Any, m0: Any, q: Any, MP: i
                         c[m, n_row + 8 * h] = dsl.cast(acc[4 * j + 2 * h + e], bf16)
 
 
+def stream_split(sb: Any, sa: Any, tb: Any, ta: Any, full: Any, empty: Any, count: Any, first_kt: Any, n0: Any,
+                 m0: Any, stage_bytes: int, BK: int, STAGES: int) -> None:
+    """The producer thread: this split's `count` K tiles of b_t (rows from n0) and a (rows from m0)
+    into the ring by TMA, each stage once its consumers have freed it."""
+    for i in range(count):
+        s = i % STAGES
+        dsl.mbarrier_wait(empty, s, ((i // STAGES) % 2) ^ 1)
+        dsl.mbarrier_expect_tx(full, s, stage_bytes)
+        dsl.tma_load(sb, (s,), tb, (n0, (first_kt + i) * BK), full, s)
+        dsl.tma_load(sa, (s,), ta, (m0, (first_kt + i) * BK), full, s)
+
+
+def multiply_split(sb: Any, sa: Any, full: Any, empty: Any, count: Any, warpgroup: Any, tid: Any, MP: int,
+                   STAGES: int) -> Any:
+    """One consumer's c^T tile over this split's K tiles: its 64 rows of b_t times the MP rows of a,
+    each stage released once the next wgmma is issued. Returns the waited accumulator."""
+    acc = dsl.zeros(dsl.f32, MP // 2)
+    for i in range(count):
+        s = i % STAGES
+        dsl.mbarrier_wait(full, s, (i // STAGES) % 2)
+        acc = dsl.wgmma(acc, sb, (s, ROWS * warpgroup), sa, (s, 0))
+        acc = dsl.wgmma_wait(acc, pending=1)  # the previous step's wgmma is done ...
+        if i > 0 and tid % 32 == 0:
+            dsl.mbarrier_arrive(empty, (i + STAGES - 1) % STAGES)  # ... so its buffer is free
+    return dsl.wgmma_wait(acc, pending=0)
+
+
+def last_split(acc: Any, partials: Any, tickets: Any, ticket: Any, tile: Any, split: Any, splits: Any, tid: Any,
+               consumer_threads: int, MP: int) -> Any:
+    """Writes this split's f32 partial tile (in register order: 16-byte vectors), then takes the tile's
+    ticket: true in the block that drew the last one, which then sums every split."""
+    chunks = MP // 8  # 16-byte vectors per thread
+    for j in dsl.static_range(chunks):
+        at = (((tile * splits + split) * chunks + j) * consumer_threads + tid) * 4
+        partials.vstore(at, acc[4 * j:4 * j + 4])
+    dsl.named_barrier(1, consumer_threads)  # every partial is written ...
+    if tid == 0:  # ... before the ticket releases them
+        ticket[0] = dsl.atomic_add(tickets, tile, 1, order="acq_rel")
+    dsl.named_barrier(1, consumer_threads)
+    return ticket[0] == splits - 1
+
+
+def sum_splits(partials: Any, tile: Any, splits: Any, tid: Any, consumer_threads: int, MP: int) -> Any:
+    """Every split's partial of this thread's accumulator, summed in split order (reproducible bits)."""
+    chunks = MP // 8
+    total = dsl.zeros(dsl.f32, MP // 2)
+    for other in range(splits):
+        lanes = []
+        for j in dsl.static_range(chunks):
+            at = (((tile * splits + other) * chunks + j) * consumer_threads + tid) * 4
+            lanes += list(partials.vload(at, 4))
+        total = total + dsl.vector(*lanes)
+    return total
+
+
 @dsl.kernel(target="sm_90a", minnctapersm=1)
 def gemm_small_m_kernel(ta: dsl.TensorMap, tb: dsl.TensorMap, c: Tensor[bf16, 2], partials: Tensor[f32, 1],
                         tickets: Tensor[i32, 1], M: Int32, N: Int32, per_split: Int32, k_tiles: Int32,
@@ -110,46 +167,19 @@ def gemm_small_m_kernel(ta: dsl.TensorMap, tb: dsl.TensorMap, c: Tensor[bf16, 2]
     dsl.barrier()
 
     if tid == consumer_threads:  # the producer: one thread of the last warp
-        for i in range(count):
-            s = i % STAGES
-            dsl.mbarrier_wait(empty, s, ((i // STAGES) % 2) ^ 1)
-            dsl.mbarrier_expect_tx(full, s, (ROWS * CONSUMERS + MP) * BK * 2)
-            dsl.tma_load(sb, (s,), tb, (n0, (first_kt + i) * BK), full, s)
-            dsl.tma_load(sa, (s,), ta, (m0, (first_kt + i) * BK), full, s)
+        stream_split(sb, sa, tb, ta, full, empty, count, first_kt, n0, m0, (ROWS * CONSUMERS + MP) * BK * 2, BK,
+                     STAGES)
     elif tid < consumer_threads:
         warpgroup, t = tid // 128, tid % 128
-        acc = dsl.zeros(dsl.f32, MP // 2)
-        for i in range(count):
-            s = i % STAGES
-            dsl.mbarrier_wait(full, s, (i // STAGES) % 2)
-            acc = dsl.wgmma(acc, sb, (s, ROWS * warpgroup), sa, (s, 0))
-            acc = dsl.wgmma_wait(acc, pending=1)  # the previous step's wgmma is done ...
-            if i > 0 and tid % 32 == 0:
-                dsl.mbarrier_arrive(empty, (i + STAGES - 1) % STAGES)  # ... so its buffer is free
-        acc = dsl.wgmma_wait(acc, pending=0)
+        acc = multiply_split(sb, sa, full, empty, count, warpgroup, tid, MP, STAGES)
         n_row = n0 + ROWS * warpgroup + 16 * (t // 32) + (t % 32) // 4
         q = t % 4
         if splits == 1:
             store_c(c, acc, M, N, n_row, m0, q, MP)
         else:
             tile = dsl.block_idx.z * dsl.grid_dim.x + dsl.block_idx.x
-            chunks = MP // 8  # 16-byte vectors per thread
-            for j in dsl.static_range(chunks):
-                at = (((tile * splits + split) * chunks + j) * consumer_threads + tid) * 4
-                partials.vstore(at, acc[4 * j:4 * j + 4])
-            dsl.named_barrier(1, consumer_threads)  # every partial is written ...
-            if tid == 0:  # ... before the ticket releases them
-                ticket[0] = dsl.atomic_add(tickets, tile, 1, order="acq_rel")
-            dsl.named_barrier(1, consumer_threads)
-            if ticket[0] == splits - 1:  # the last block of this tile sums every split's partial
-                total = dsl.zeros(dsl.f32, MP // 2)
-                for other in range(splits):
-                    lanes = []
-                    for j in dsl.static_range(chunks):
-                        at = (((tile * splits + other) * chunks + j) * consumer_threads + tid) * 4
-                        lanes += list(partials.vload(at, 4))
-                    total = total + dsl.vector(*lanes)
-                store_c(c, total, M, N, n_row, m0, q, MP)
+            if last_split(acc, partials, tickets, ticket, tile, split, splits, tid, consumer_threads, MP):
+                store_c(c, sum_splits(partials, tile, splits, tid, consumer_threads, MP), M, N, n_row, m0, q, MP)
                 if tid == 0:
                     tickets[tile] = 0  # ready for the next call
 

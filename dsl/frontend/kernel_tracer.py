@@ -190,6 +190,13 @@ class KernelTracer(Tracer):
             if attr in ("vload", "vstore", "view"):
                 return BoundMethod(attr, base)
             raise DSLTypeError(f"shared array has no attribute '{attr}'")
+        if isinstance(base, TensorMapRef):  # compile-time facts of the map: generic kernels size their tiles by them
+            if attr == "dtype":
+                return base.dtype
+            if attr == "box":
+                return base.box
+            raise DSLTypeError(f"tensor map '{base.name}' has attributes dtype and box (known at compile time), "
+                               f"not '{attr}'")
         if isinstance(base, SharedAllocatorState):
             if attr == "array":
                 return BoundMethod("array", base)

@@ -171,7 +171,10 @@ class TensorMap:
 
     The host side makes it with `dsl.tensor_map(tensor, box=(rows, cols), swizzle=128)` in a
     `@jit` function; the generated launcher encodes it (`cuTensorMapEncodeTiled`) for each
-    call and passes it as a 128-byte `__grid_constant__` parameter.
+    call and passes it as a 128-byte `__grid_constant__` parameter. In the kernel, `tmap.dtype`
+    (the tensor's element type) and `tmap.box` (a tuple) are compile-time values, so one kernel
+    can allocate the shared tiles of whatever types it is launched with
+    (`smem.array(ta.dtype, (STAGES, BM, BK), swizzle=128)`).
     """
 
     def __init__(self) -> None:

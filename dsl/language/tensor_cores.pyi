@@ -32,6 +32,11 @@ def fence_proxy_async() -> None: ...
 class TensorMap:
     """A kernel parameter annotation: a TMA tensor map made by `dsl.tensor_map` in a jit function."""
 
+    @property
+    def dtype(self) -> Any: ...  # the element type, known at compile time
+    @property
+    def box(self) -> tuple[int, ...]: ...  # the box, outer to inner, known at compile time
+
 class TensorMapSpec:
     """An abstract tensor map argument for compiling a kernel without data."""
 

@@ -36,7 +36,8 @@ def figures(found: dict) -> dict:
 def test_every_examples_kernels_get_the_figures_of_their_own_ptxas_run(monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLES))  # `from reductions import ...`
     modules = example_modules()
-    assert len(modules) == len(list(EXAMPLES.glob("*.py"))) - 1  # every example but the helper module
+    # every example but the helper module (gemm_fp8 has two jit functions, so two modules)
+    assert len({name.split(".")[0] for name, _ in modules}) == len(list(EXAMPLES.glob("*.py"))) - 1
     by_target: dict[str, list[tuple[str, str]]] = {}
     for name, ptx in modules:
         by_target.setdefault(name.rsplit("@", 1)[1], []).append((name, ptx))
