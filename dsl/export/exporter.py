@@ -83,7 +83,8 @@ def export_function(fn: JitFunction, name: str, where: str, targets: list[str], 
     specs = []
     for i, c in enumerate(compiled):
         values = {k: v[i] for k, v in constexpr_args.items()}
-        specs.append(Specialization(_describe(c.params), values, c.builds))
+        every = {p.name: p.value for p in c.params if p.kind == "constexpr"}
+        specs.append(Specialization(_describe(c.params), values, c.builds, every))
     specs.sort(key=lambda s: s.specificity, reverse=True)  # stable: ties keep the order given
     written = sorted({t for s in specs for t, (_, _, w) in s.builds[0].plan.access.items() if w})
     return FunctionExport(name, fn.fn.__name__, where, params_of[0], specs, written)

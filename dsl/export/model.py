@@ -60,6 +60,7 @@ class Specialization:
     description: str  # as the launcher states it: "x: Tensor[f32, 1], a: f32, BLOCK=256"
     constexprs: dict[str, Any]  # the values of the Constexpr C arguments, which it must be called with
     builds: list[Build]
+    values: dict[str, Any] = field(default_factory=dict)  # every Constexpr's value (fixed ones too)
 
     def variants(self) -> list[list[Build]]:
         """The builds grouped by what their launchers do (usually one group for all targets)."""

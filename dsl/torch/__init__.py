@@ -10,7 +10,9 @@ in the order a registration uses them:
 - `kernels`: the real kernels, the interpreter on CPU tensors and the GPU on CUDA ones;
 - `registry`: `torch.ops.kdsl.<function>`, registered lazily, and naming;
 - `functional`: `op`, the form that allocates and returns its outputs (autograd-ready);
-- `dynamo`: a plain call of a jit function inside `torch.compile` becomes its operator.
+- `dynamo`: a plain call of a jit function inside `torch.compile` becomes its operator;
+- `cpp_library` (with `cpp_support`): the same operators in C++ over a `kdsl export`, for
+  AOTInductor packages run without Python (`python -m dsl.torch.cpp_library`; not imported here).
 
 Where torch is installed, importing this module imports it and installs the `dynamo` stand-in
 (which imports `torch._dynamo`: about a second, once). Without torch it still imports, so a

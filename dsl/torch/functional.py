@@ -50,7 +50,8 @@ def op(fn: Any, *, outputs: Mapping[str, str | Callable[..., Any]], name: str | 
         raise TypeError(f"dsl.torch.op({sig.function}): every tensor is an output, so the operator would take no "
                         "tensor, and torch picks an operator's kernel (CPU or CUDA) by its tensor arguments; keep a "
                         "tensor input, or use the function's mutating operator, fn.torch_op")
-    made = FunctionalOp(fn, sig, allocators, name)
+    like = {out: make if isinstance(make, str) else None for out, make in outputs.items()}
+    made = FunctionalOp(fn, sig, allocators, name, like)
     if sys.modules.get("torch") is not None:  # now, outside any trace: older Dynamo cannot call it there
         made._register()
     return made
@@ -60,10 +61,12 @@ class FunctionalOp:
     """A functional kdsl operator: call it like the function less its outputs; it returns the
     outputs (one tensor, or a tuple in `outputs=` order)."""
 
-    def __init__(self, fn: Any, sig: OpSignature, allocators: dict[str, Allocator], name: str | None):
+    def __init__(self, fn: Any, sig: OpSignature, allocators: dict[str, Allocator], name: str | None,
+                 like: dict[str, str | None] | None = None):
         self.fn = fn
         self.signature = sig
         self.outputs = tuple(allocators)
+        self.like = like or dict.fromkeys(allocators)  # output -> the input it is allocated like; None: a function
         self._allocators = allocators
         self._name = name
         self._custom_op: Any = None
@@ -102,21 +105,32 @@ class FunctionalOp:
     def __repr__(self) -> str:
         return f"<dsl.torch.op {self.signature.function} -> {', '.join(self.outputs)}>"
 
+    @property
+    def base_name(self) -> str:
+        """The name it asks for: `name=`, else `<function>_functional` (registering may number it)."""
+        return self._name or f"{self.fn.fn.__name__}_functional"
+
+    def operator_schema(self) -> tuple[tuple[str, ...], str]:
+        """(the inputs it mutates, its schema), as registering defines them; needs no torch
+        (`python -m dsl.torch.cpp_library` writes the same schema in C++)."""
+        fn, sig, outs = self.fn, self.signature, self.outputs
+        writes = default_writes(fn, sig)
+        unwritten = [n for n in outs if n not in writes]
+        if unwritten:
+            raise TypeError(f"dsl.torch.op({sig.function}): its kernels never write "
+                            f"{', '.join(map(repr, unwritten))}; an output is a tensor the kernels write")
+        mutated = tuple(n for n in sig.tensors if n in writes and n not in outs)
+        return mutated, schema_text(sig, mutated, returns=len(outs), without=outs)
+
     def _register(self) -> str:
         with self._lock:
             if self._registered is not None:
                 return self._registered
             require_torch()
             fn, sig, outs = self.fn, self.signature, self.outputs
-            writes = default_writes(fn, sig)
-            unwritten = [n for n in outs if n not in writes]
-            if unwritten:
-                raise TypeError(f"dsl.torch.op({sig.function}): its kernels never write "
-                                f"{', '.join(map(repr, unwritten))}; an output is a tensor the kernels write")
-            mutated = tuple(n for n in sig.tensors if n in writes and n not in outs)
+            mutated, schema = self.operator_schema()
             declared = mutated + outs
-            name = (free_name(fn, self._name, exact=True) if self._name
-                    else free_name(fn, f"{fn.fn.__name__}_functional"))
+            name = free_name(fn, self._name, exact=True) if self._name else free_name(fn, self.base_name)
             label = f"torch.ops.{NAMESPACE}.{name}"
 
             def real(device: str) -> Callable[..., Any]:
@@ -132,8 +146,7 @@ class FunctionalOp:
                 check(label, sig, fn, named, declared)
                 return self._result(made)
 
-            custom = register(name, sig, schema_text(sig, mutated, returns=len(outs), without=outs), mutated,
-                              real, fake)
+            custom = register(name, sig, schema, mutated, real, fake)
             if self._autograd is not None:
                 custom.register_autograd(self._autograd[0], setup_context=self._autograd[1])
             self._custom_op = custom

@@ -148,10 +148,17 @@ def operator_name(jit_fn: Any) -> str:
 operator_name._dynamo_marked_constant = True  # type: ignore[attr-defined]  # torch._dynamo.assume_constant_result
 
 
-def _register_function(jit_fn: Any) -> str:
+def function_schema(jit_fn: Any) -> tuple[OpSignature, tuple[str, ...], str]:
+    """(signature, mutated tensors, schema) of the function's own operator, as `torch_op`
+    registers it; needs no torch (`python -m dsl.torch.cpp_library` writes the same schema in C++)."""
     sig = signature_of(jit_fn)
     writes = default_writes(jit_fn, sig)
     mutated = tuple(n for n in sig.tensors if n in writes)
+    return sig, mutated, schema_text(sig, mutated)
+
+
+def _register_function(jit_fn: Any) -> str:
+    sig, mutated, schema = function_schema(jit_fn)
     name = free_name(jit_fn, jit_fn.fn.__name__)
     label = f"torch.ops.{NAMESPACE}.{name}"
 
@@ -164,7 +171,7 @@ def _register_function(jit_fn: Any) -> str:
     def fake(*args: Any, **kwargs: Any) -> None:
         check(label, sig, jit_fn, sig.bind(args, kwargs), mutated)
 
-    register(name, sig, schema_text(sig, mutated), mutated, real, fake)
+    register(name, sig, schema, mutated, real, fake)
     return name
 
 

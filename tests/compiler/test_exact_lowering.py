@@ -213,25 +213,26 @@ def test_the_gpu_computes_what_the_interpreter_does() -> None:
                       quotient, negated, ordered)
     assert quotient.cpu().tolist() == EXPECTED_QUOTIENT and ordered.cpu().tolist() == EXPECTED_ORDERED
     assert negated.cpu().tolist() == EXPECTED_NEGATED
-    narrow = [torch.from_numpy(a.view(np.int16) if a.dtype == np.uint16 else a).cuda() for a in _narrow_arguments()]
+    narrow = [torch.from_numpy(a).cuda() for a in _narrow_arguments()]
     run_narrow_integers(*narrow, 0)  # with ptxas 13.0, in 32 bits
     assert narrow[3].cpu().tolist() == EXPECTED_NARROW
 
 
 @dsl.kernel(contract=False)
-def narrow_integers(x: Tensor[i16], y: Tensor[dsl.u16], b: Tensor[dsl.u16], out: Tensor[i64],
+def narrow_integers(x: Tensor[i16], wide_y: Tensor[i32], wide_b: Tensor[i32], out: Tensor[i64],
                     SHIFT: dsl.Constexpr[int]):
     i = dsl.thread_idx.x
+    y = dsl.cast(wide_y[i], dsl.u16)
     out[3 * i] = dsl.cast(-(x[i] << SHIFT), i64)
-    out[3 * i + 1] = dsl.cast(dsl.max(6 & y[i], 1) == 1, i64)  # 13.0: inverted
-    low = dsl.cast(dsl.cast(b[i], dsl.i8), dsl.u16)  # -128 as u16: 0xff80
-    out[3 * i + 2] = dsl.cast(y[i] < low, i64)  # 13.0 compared with 0xffffff80
+    out[3 * i + 1] = dsl.cast(dsl.max(6 & y, 1) == 1, i64)  # 13.0: inverted
+    low = dsl.cast(dsl.cast(wide_b[i], dsl.i8), dsl.u16)  # -128 as u16: 0xff80
+    out[3 * i + 2] = dsl.cast(y < low, i64)  # 13.0 compared with 0xffffff80
 
 
 @dsl.jit
-def run_narrow_integers(x: Tensor[i16], y: Tensor[dsl.u16], b: Tensor[dsl.u16], out: Tensor[i64],
+def run_narrow_integers(x: Tensor[i16], wide_y: Tensor[i32], wide_b: Tensor[i32], out: Tensor[i64],
                         SHIFT: dsl.Constexpr[int] = 0):
-    narrow_integers(x, y, b, out, SHIFT).launch(grid=1, block=2)
+    narrow_integers(x, wide_y, wide_b, out, SHIFT).launch(grid=1, block=2)
 
 
 Y, LOW = [2, 0xFF90], [0x80, 0x80]
@@ -239,7 +240,7 @@ EXPECTED_NARROW = [-32768, 0, 1, -7, 1, 0]  # max(2 & 6, 1) != 1, max(0xff90 & 6
 
 
 def _narrow_arguments() -> tuple[np.ndarray, ...]:
-    return (np.array(X, np.int16), np.array(Y, np.uint16), np.array(LOW, np.uint16), np.zeros(6, np.int64))
+    return (np.array(X, np.int16), np.array(Y, np.int32), np.array(LOW, np.int32), np.zeros(6, np.int64))
 
 
 def test_with_ptxas_13_0_narrow_integer_code_is_done_in_32_bits(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,132 @@
+"""Compiling C++ against the installed torch: the kdsl operator library and the AOTInductor runner.
+
+`build_torch_library(DIR)` makes `DIR/libNAME_torch.so` from `NAME_torch.cpp`
+(`dsl.torch.cpp_library`) and `NAME.c` (the export itself, compiled as C with hidden
+visibility, so the library's only exports are torch's registrations and two copies of one
+export in a process do not interpose each other's entry points). `build_runner(DIR)` makes
+`DIR/kdsl_aoti_runner` (`dsl.export.aoti_runner`). Both use plain g++ (`$CXX`) with the flags
+`torch.utils.cpp_extension` reports: its include folders, its library folder (also as rpath, so
+the results run without `LD_LIBRARY_PATH`), `-D_GLIBCXX_USE_CXX11_ABI` as torch was built, and
+the C++ standard its headers ask for: C++17 up to torch 2.11, C++20 from 2.12 (whose
+`cpp_extension` switched; 2.14's headers refuse C++17). No CUDA toolkit is involved: where
+torch has `libtorch_cuda.so` it is linked, kept with `--no-as-needed` (the stream getter is a
+weak reference, and the runner's CUDA model loader registers itself from that library's static
+initializers).
+
+torch is imported here (this path needs it); each build is atomic (a temporary file, then
+`os.replace`) and skipped when the result is newer than its sources.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsl.export.build import _manifest
+
+
+@dataclass(frozen=True)
+class TorchFlags:
+    includes: tuple[str, ...]
+    library_dir: str
+    cxx11_abi: bool
+    cuda: bool  # torch has libtorch_cuda.so
+    standard: str  # c++17 or c++20
+
+    def compile(self) -> list[str]:
+        return [f"-std={self.standard}", "-O2", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={int(self.cxx11_abi)}",
+                *(f"-I{d}" for d in self.includes)]
+
+    def link(self) -> list[str]:
+        # every torch library stays a dependency (a toolchain linking --as-needed by default would
+        # drop libtorch.so, which nothing here calls but the packages the runner dlopens need)
+        cuda = ["-ltorch_cuda"] if self.cuda else []
+        return [f"-L{self.library_dir}", f"-Wl,-rpath,{self.library_dir}", "-Wl,--no-as-needed", "-lc10",
+                "-ltorch_cpu", "-ltorch", *cuda, "-Wl,--as-needed", "-ldl", "-lpthread"]
+
+
+def torch_flags() -> TorchFlags:
+    """The installed torch's headers, libraries and ABI."""
+    import importlib.util
+    import sys
+
+    if sys.modules.get("torch") is None and importlib.util.find_spec("torch") is None:
+        raise ModuleNotFoundError(f"building against torch needs torch, which {sys.executable} cannot import: install "
+                                  f"it with `{sys.executable} -m pip install torch`", name="torch")
+    import torch
+    from torch.utils import cpp_extension
+
+    library_dir = next(d for d in cpp_extension.library_paths() if os.path.exists(os.path.join(d, "libc10.so")))
+    version = tuple(int(part) for part in re.findall(r"\d+", torch.__version__)[:2])
+    return TorchFlags(tuple(cpp_extension.include_paths()), library_dir, bool(torch._C._GLIBCXX_USE_CXX11_ABI),
+                      os.path.exists(os.path.join(library_dir, "libtorch_cuda.so")),
+                      "c++20" if version >= (2, 12) else "c++17")
+
+
+def library_commands(folder: Path, base: str, output: Path, flags: TorchFlags) -> list[list[str]]:
+    """The two steps of `libNAME_torch.so`: NAME.c as C, then NAME_torch.cpp with it."""
+    obj = Path(f"{output}.o")
+    return [[os.environ.get("CC", "gcc"), "-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-c", "-o", str(obj),
+             str(folder / f"{base}.c")],
+            [os.environ.get("CXX", "g++"), *flags.compile(), "-shared", "-o", str(output),
+             str(folder / f"{base}_torch.cpp"), str(obj), *flags.link(), "-lm"]]
+
+
+def runner_command(source: Path, output: Path, flags: TorchFlags) -> list[str]:
+    return [os.environ.get("CXX", "g++"), *flags.compile(), "-o", str(output), str(source), *flags.link()]
+
+
+def shown(commands: list[list[str]]) -> str:
+    """Commands as a shell reads them, one line each."""
+    return "\n".join(shlex.join(c) for c in commands)
+
+
+def build_torch_library(folder: str | os.PathLike) -> Path:
+    """`lib<NAME>_torch.so` in the export's folder, (re)built when older than its sources."""
+    folder = Path(folder)
+    base = _manifest(folder)["base"]
+    source = folder / f"{base}_torch.cpp"
+    if not source.exists():
+        raise FileNotFoundError(f"{source} is missing: `python -m dsl.torch.cpp_library ... -o {folder}` writes it")
+    library = folder / f"lib{base}_torch.so"
+    flags = torch_flags()
+    return _built(library, [source, folder / f"{base}.c"], lambda out: library_commands(folder, base, out, flags))
+
+
+def build_runner(folder: str | os.PathLike) -> Path:
+    """`kdsl_aoti_runner` in `folder` (its source written there first), (re)built when older."""
+    from dsl.export.aoti_runner import write_runner
+
+    folder = Path(folder)
+    source = write_runner(folder)
+    runner = folder / "kdsl_aoti_runner"
+    flags = torch_flags()
+    return _built(runner, [source], lambda out: [runner_command(source, out, flags)])
+
+
+def _built(result: Path, sources: list[Path], commands: Callable[[Path], list[list[str]]]) -> Path:
+    """`result`, made by `commands(a temporary path)` unless it is newer than every source."""
+    if result.exists() and all(result.stat().st_mtime >= s.stat().st_mtime for s in sources):
+        return result
+    fd, temporary = tempfile.mkstemp(prefix=f".{result.name}-", dir=result.parent)
+    os.close(fd)
+    work = Path(temporary)
+    try:
+        for command in commands(work):
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"building {result} failed:\n{shlex.join(command)}\n"
+                                   f"{(done.stderr or done.stdout).strip()}")
+        os.chmod(work, 0o755)  # mkstemp made it private
+        os.replace(work, result)  # atomic: a process loading it meanwhile sees the old or the new one
+    finally:
+        for leftover in (work, Path(f"{work}.o")):
+            if leftover.exists():
+                leftover.unlink()
+    return result
