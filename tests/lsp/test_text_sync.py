@@ -8,6 +8,7 @@ written separately from `lsp.text_model` so the two can disagree.
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import time
@@ -199,8 +200,18 @@ def test_a_5_mb_document_keeps_the_server_answering(server):
 # -- random edits and requests --------------------------------------------------------------------
 
 _PIECES = st.sampled_from(["x", "é", "😀", "(", ")", " ", "\n", "\r", "\r\n", "def f():\n", "    ",
-                           "\u2028", "\u2029", "\x0b", "\x0c", "\x85", "\x1c", "\x1d", "\x1e", ""])
+                           "\u2028", "\u2029", "\x0b", "\x0c", "\x85", "\x1c", "\x1d", "\x1e", "",
+                           # pieces of kernels, so that lenses, hovers and actions meet compiler reports
+                           "import dsl\nfrom dsl import Int32, Tensor, f32\n", "@dsl.kernel\n", "@dsl.jit\n",
+                           "def k(x: Tensor[f32], n: Int32):\n", "def run(x: Tensor[f32], n: Int32):\n",
+                           "    x[dsl.thread_idx.x] = 1.0\n", "    k(x, n).launch(grid=1, block=32)\n",
+                           "    return\n", "Int32", "f32", ": "])
 _TEXT = st.lists(_PIECES, max_size=6).map("".join)
+_KERNEL_FILE = (
+    "import dsl\nfrom dsl import Int32, Tensor, f32\n\n\n@dsl.kernel\ndef k(x: Tensor[f32], n: Int32):\n"
+    "    i = dsl.thread_idx.x\n    if i < n:\n        x[i] = x[i] * 2.0\n\n\n@dsl.jit\n"
+    "def run(x: Tensor[f32], n: Int32):\n    k(x, n).launch(grid=1, block=32)\n")
+_INITIAL = st.one_of(_TEXT, st.just(_KERNEL_FILE))  # random text, or a file of real kernels to mutate
 _POSITION = st.tuples(st.integers(min_value=-2, max_value=12), st.integers(min_value=-2, max_value=12))
 _OPERATION = st.one_of(
     st.tuples(st.just("edit"), _POSITION, _POSITION, _TEXT),
@@ -210,8 +221,9 @@ _OPERATION = st.one_of(
 _counter = iter(range(10**9))
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(initial=_TEXT, operations=st.lists(_OPERATION, max_size=12))
+@settings(max_examples=int(os.environ.get("KDSL_RANDOM_EDITS", "30")), deadline=None,  # more: a longer hunt
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(initial=_INITIAL, operations=st.lists(_OPERATION, max_size=12))
 def test_random_edits_and_requests(server, initial, operations):
     """No traceback and no error logged (a handler that failed inside is answered, but logged),
     every request answered (-32602 exactly for negative positions), and the server's text equal
