@@ -95,14 +95,15 @@ def _fresh_python(code: str, timeout: float = 600) -> subprocess.CompletedProces
     """`code` in a new interpreter that never imports kdsl (run outside the repository; checked)."""
     script = textwrap.dedent(code)
     script += "\nassert not [m for m in sys.modules if m == 'dsl' or m.startswith('dsl.')], 'kdsl was imported'\n"
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout, cwd="/")
+    return subprocess.run([sys.executable, "-X", "faulthandler", "-c", script], capture_output=True, text=True,
+                          timeout=timeout, cwd="/")  # a crash prints its Python stack
 
 
 def _kdsl_python(code: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """`code` in a new interpreter that imports kdsl from this checkout."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": path})
+    return subprocess.run([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": path})
 
 
 def _python_schemas(torch) -> dict[str, str]:
