@@ -82,6 +82,15 @@ def server():
     raw.close()
 
 
+@pytest.fixture(scope="module")
+def compiling_server():
+    """A trusted server: it compiles what is opened, so requests meet compiler reports."""
+    raw = RawServer()
+    raw.initialize(trusted=True)
+    yield raw
+    raw.close()
+
+
 @pytest.mark.parametrize("separator", SEPARATORS, ids=[f"U+{ord(c):04X}" for c in SEPARATORS])
 def test_unicode_separators_do_not_end_lines(server, separator):
     uri = f"file:///sync/sep_{ord(separator):x}.py"
@@ -221,13 +230,27 @@ _OPERATION = st.one_of(
 _counter = iter(range(10**9))
 
 
-@settings(max_examples=int(os.environ.get("KDSL_RANDOM_EDITS", "30")), deadline=None,  # more: a longer hunt
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+_EXAMPLES = int(os.environ.get("KDSL_RANDOM_EDITS", "30"))  # more: a longer hunt
+
+
+@settings(max_examples=_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(initial=_INITIAL, operations=st.lists(_OPERATION, max_size=12))
 def test_random_edits_and_requests(server, initial, operations):
     """No traceback and no error logged (a handler that failed inside is answered, but logged),
     every request answered (-32602 exactly for negative positions), and the server's text equal
     to the reference after every edit."""
+    _random_session(server, initial, operations)
+
+
+@settings(max_examples=max(1, _EXAMPLES // 3), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(initial=_INITIAL, operations=st.lists(_OPERATION, max_size=12))
+def test_random_edits_and_requests_while_compiling(compiling_server, initial, operations):
+    """The same where the server compiles each version (lenses, hovers, actions over its reports)."""
+    _random_session(compiling_server, initial, operations)
+
+
+def _random_session(server, initial: str, operations: list) -> None:
     uri = f"file:///sync/random_{next(_counter)}.py"
     _open(server, uri, initial)
     text, version, sent = initial, 1, []
