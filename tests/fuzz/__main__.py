@@ -5,6 +5,8 @@ Program `i` of a run is `generate(S + i)`, so a failure's seed alone reproduces 
 refused and compared; every failure with its seed and a shrunk reproducer. Exits 1 on any
 disagreement or internal error, else 0. `--jobs J` splits the seeds into J runs in processes
 of their own (a long `--gpu` run on a machine with many cores: each compiles on its own core).
+`--seconds T` stops handing out seeds (in blocks of up to 200) after T seconds and reports what was checked, with the
+seeds left over (a run that must end inside a time limit, to be continued from there).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu", action="store_true", help="also run each program on the GPU, where one is present")
     parser.add_argument("--no-shrink", action="store_true", help="print failing programs as generated")
     parser.add_argument("--jobs", type=int, default=1, help="processes to split the seeds among")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="stop starting new seeds after this long and report the seeds not checked")
     args = parser.parse_args(argv)
 
     quiet_environment()
@@ -41,34 +45,57 @@ def main(argv: list[str] | None = None) -> int:
 
     counts: Counter[str] = Counter()
     started = time.perf_counter()
+    deadline = started + args.seconds if args.seconds is not None else None
     jobs = max(1, min(args.jobs, args.programs))
+    size = max(1, min(-(-args.programs // jobs), BLOCK))
+    blocks = [(args.seed + k, min(size, args.programs - k), gpu, not args.no_shrink)
+              for k in range(0, args.programs, size)]
+    checked: list[tuple[int, int]] = []  # (first seed, count) of each finished block
     if jobs == 1:
-        counts.update(run_seeds(args.seed, args.programs, gpu, not args.no_shrink))
+        for first, count, *_ in blocks:
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+            counts.update(run_seeds(first, count, gpu, not args.no_shrink))
+            checked.append((first, count))
     else:  # blocks of contiguous seeds, handed out as workers free up (spawned: the parent may hold a CUDA context)
-        size = max(1, min(-(-args.programs // jobs), BLOCK))
-        blocks = [(args.seed + k, min(size, args.programs - k), gpu, not args.no_shrink)
-                  for k in range(0, args.programs, size)]
         done = 0
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            for found, printed in pool.imap_unordered(run_task, blocks):
+            for first, count, found, printed in pool.imap_unordered(run_task, blocks):
                 counts.update(found)
+                checked.append((first, count))
                 done += sum(found.values())
                 sys.stdout.write(printed)
                 sys.stdout.flush()
                 print(f"  {done}/{args.programs} checked, {sum(counts[f] for f in FAILURES)} failing, "
                       f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+                if deadline is not None and time.perf_counter() > deadline:
+                    pool.terminate()  # the blocks under way are dropped: reported as not checked
+                    break
     elapsed = time.perf_counter() - started
 
     refused = counts["refused"] + counts["unexpected-refusal"]
     compiled = counts["compared"] + counts["mismatch"] + counts["missed-refusal"]
     disagreements = counts["mismatch"] + counts["unexpected-refusal"] + counts["missed-refusal"]
     ways = "reference, interpreter and GPU" if gpu else "reference and interpreter"
-    print(f"generated {args.programs}, compiled {compiled}, refused {refused} "
+    generated = sum(count for _, count in checked)
+    if generated < args.programs:
+        print(f"stopped after {args.seconds:g} s: seeds not checked: {_ranges(args.seed, args.programs, checked)}")
+    print(f"generated {generated}, compiled {compiled}, refused {refused} "
           f"({counts['refused']} as the rules require), compared {counts['compared']} ({ways}), "
           f"skipped {counts['skipped']} (not modelled); "
           f"disagreements {disagreements}, internal errors {counts['internal']}; "
-          f"{elapsed:.1f} s, {args.programs / elapsed:.1f} programs/s")
+          f"{elapsed:.1f} s, {generated / elapsed:.1f} programs/s")
     return 1 if any(counts[f] for f in FAILURES) else 0
+
+
+def _ranges(seed: int, programs: int, checked: list[tuple[int, int]]) -> str:
+    """The seeds of [seed, seed + programs) outside the checked blocks, as `a-b` ranges."""
+    left, at = [], seed
+    for first, count in sorted(checked) + [(seed + programs, 0)]:
+        if first > at:
+            left.append(f"{at}-{first - 1}")
+        at = max(at, first + count)
+    return ", ".join(left)
 
 
 if __name__ == "__main__":

@@ -53,8 +53,8 @@ def run_block(first: int, count: int, gpu: bool, do_shrink: bool) -> tuple[Count
     return found, out.getvalue()
 
 
-
-
-def run_task(task: tuple[int, int, bool, bool]) -> tuple[Counter[str], str]:
-    """`run_block` of one (first, count, gpu, shrink) task, for a pool's `imap_unordered`."""
-    return run_block(*task)
+def run_task(task: tuple[int, int, bool, bool]) -> tuple[int, int, Counter[str], str]:
+    """`run_block` of one (first, count, gpu, shrink) task, for a pool's `imap_unordered`: the
+    block's first seed and count with what it found, since blocks finish in any order."""
+    found, printed = run_block(*task)
+    return task[0], task[1], found, printed

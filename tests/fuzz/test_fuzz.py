@@ -191,3 +191,14 @@ def test_a_shrinking_step_that_drops_the_ill_typed_line_drops_the_refusal() -> N
     without = [e for e in edits if program.refusal_stmt not in e.body]
     assert without and all(e.refusal is None for e in without)
     assert all(e.refusal == program.refusal for e in edits if program.refusal_stmt in e.body)
+
+
+def test_a_run_with_a_time_limit_reports_the_seeds_it_left(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--seconds`: what a device call that must end in time prints, to be continued from there."""
+    from tests.fuzz.__main__ import _ranges, main
+
+    assert _ranges(100, 1000, [(300, 200), (100, 200), (700, 200)]) == "500-699, 900-1099"
+    assert _ranges(0, 400, [(0, 200), (200, 200)]) == ""
+    assert main(["--programs", "3", "--seed", "40", "--seconds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "seeds not checked: 40-42" in out and out.strip().splitlines()[-1].startswith("generated 0,")
