@@ -19,7 +19,7 @@ in the last wave) and calls the `gemm_batched` jit function.
 
 from typing import Any
 
-from gemm_hopper import BK, BM, CONSUMERS, THREADS, release, stages_for, tile_coordinates
+from gemm_hopper import BK, BM, CONSUMERS, THREADS, init_ring, release, stages_for, tile_coordinates
 
 import dsl
 from dsl import Constexpr, Int32, Tensor, bf16
@@ -66,12 +66,7 @@ def gemm_batched_kernel(ta: dsl.TensorMap, tb: dsl.TensorMap, tc: dsl.TensorMap,
     tid = dsl.thread_idx.x
     warpgroup = tid // 128
     lane = tid % 32
-    if tid == 0:
-        for s in dsl.static_range(STAGES):
-            dsl.mbarrier_init(full, s, 1)
-            dsl.mbarrier_init(empty, s, 4 * CONSUMERS)  # one arrival per consumer warp
-        dsl.fence_mbarrier_init()
-    dsl.barrier()
+    init_ring(full, empty, tid, STAGES, CONSUMERS)
 
     tiles_m = dsl.cdiv(M, BM)
     tiles_n = N // BN

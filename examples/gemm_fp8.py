@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from gemm_hopper import BM, CONSUMERS, THREADS, tile_coordinates
+from gemm_hopper import BM, CONSUMERS, THREADS, init_ring, tile_coordinates
 from gemm_int8_hopper import BK, SMEM, load_stages, multiply_tile
 from gemm_small_m import (
     ROWS,
@@ -129,12 +129,7 @@ def gemm_fp8_kernel(ta: dsl.TensorMap, tb: dsl.TensorMap, d: Tensor, scale_a: Te
     tid = dsl.thread_idx.x
     warpgroup = tid // 128
     lane = tid % 32
-    if tid == 0:
-        for s in dsl.static_range(STAGES):
-            dsl.mbarrier_init(full, s, 1)
-            dsl.mbarrier_init(empty, s, 4 * CONSUMERS)  # one arrival per consumer warp
-        dsl.fence_mbarrier_init()
-    dsl.barrier()
+    init_ring(full, empty, tid, STAGES, CONSUMERS)
 
     tiles_m = dsl.cdiv(M, BM)
     tiles_n = dsl.cdiv(N, BN)
@@ -220,12 +215,7 @@ def gemm_fp8_small_m_kernel(ta: dsl.TensorMap, tb: dsl.TensorMap, d: Tensor, sca
     m0 = dsl.block_idx.z * MP
     first_kt = split * per_split
     count = dsl.min(per_split, k_tiles - first_kt)  # every split has at least one (the plan sees to it)
-    if tid == 0:
-        for s in dsl.static_range(STAGES):
-            dsl.mbarrier_init(full, s, 1)
-            dsl.mbarrier_init(empty, s, 4 * CONSUMERS)  # one arrival per consumer warp
-        dsl.fence_mbarrier_init()
-    dsl.barrier()
+    init_ring(full, empty, tid, STAGES, CONSUMERS)
 
     if tid == consumer_threads:  # the producer: one thread of the last warp
         stream_split(sb, sa, tb, ta, full, empty, count, first_kt, n0, m0, (ROWS * CONSUMERS + MP) * BK, BK, STAGES)

@@ -48,6 +48,17 @@ def tile_coordinates(tile: Any, tiles_m: Any, tiles_n: Any) -> Any:
     return first_m + within % rows, within // rows
 
 
+def init_ring(full: Any, empty: Any, tid: Any, stages: int, consumers: int) -> None:
+    """Thread 0 readies the ring's barriers, and the block waits for it: each stage is `full` at
+    the producer's one arrival (with its TMA bytes) and `empty` at one arrival per consumer warp."""
+    if tid == 0:
+        for s in dsl.static_range(stages):
+            dsl.mbarrier_init(full, s, 1)
+            dsl.mbarrier_init(empty, s, 4 * consumers)  # one arrival per consumer warp
+        dsl.fence_mbarrier_init()
+    dsl.barrier()
+
+
 def release(empty: Any, stage: Any, cluster: int) -> None:
     """This warp is done with `stage`: tell the producer of every block of the cluster (each
     multicasts into this block's buffer)."""

@@ -17,7 +17,7 @@ The two roles' loops are helpers (`load_stages`, `multiply_tile`) that `gemm_fp8
 
 from typing import Any
 
-from gemm_hopper import BM, CONSUMERS, THREADS, release, tile_coordinates
+from gemm_hopper import BM, CONSUMERS, THREADS, init_ring, release, tile_coordinates
 
 import dsl
 from dsl import Int32, Tensor, i8, i32
@@ -82,12 +82,7 @@ def gemm_int8_kernel(ta: dsl.TensorMap, tb: dsl.TensorMap, c: Tensor[i32, 2], M:
     tid = dsl.thread_idx.x
     warpgroup = tid // 128
     lane = tid % 32
-    if tid == 0:
-        for s in dsl.static_range(STAGES):
-            dsl.mbarrier_init(full, s, 1)
-            dsl.mbarrier_init(empty, s, 4 * CONSUMERS)  # one arrival per consumer warp
-        dsl.fence_mbarrier_init()
-    dsl.barrier()
+    init_ring(full, empty, tid, STAGES, CONSUMERS)
 
     tiles_m = dsl.cdiv(M, BM)
     tiles_n = N // BN

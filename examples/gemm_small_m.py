@@ -48,7 +48,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from gemm_hopper import BM, gemm_hopper
+from gemm_hopper import BM, gemm_hopper, init_ring
 
 import dsl
 from dsl import Constexpr, Int32, Tensor, bf16, f32, i32
@@ -159,12 +159,7 @@ def gemm_small_m_kernel(ta: dsl.TensorMap, tb: dsl.TensorMap, c: Tensor[bf16, 2]
     m0 = dsl.block_idx.z * MP
     first_kt = split * per_split
     count = dsl.min(per_split, k_tiles - first_kt)  # every split has at least one (plan_for sees to it)
-    if tid == 0:
-        for s in dsl.static_range(STAGES):
-            dsl.mbarrier_init(full, s, 1)
-            dsl.mbarrier_init(empty, s, 4 * CONSUMERS)  # one arrival per consumer warp
-        dsl.fence_mbarrier_init()
-    dsl.barrier()
+    init_ring(full, empty, tid, STAGES, CONSUMERS)
 
     if tid == consumer_threads:  # the producer: one thread of the last warp
         stream_split(sb, sa, tb, ta, full, empty, count, first_kt, n0, m0, (ROWS * CONSUMERS + MP) * BK * 2, BK,
