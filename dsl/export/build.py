@@ -15,9 +15,11 @@ import ctypes
 import inspect
 import json
 import os
+import shlex
 import struct
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,21 +63,30 @@ def build_library(folder: str | os.PathLike, debug: bool = False, nvtx: bool = F
     base = manifest["base"]
     source = folder / f"{base}.c"
     library = folder / f"lib{base}{'-debug' if debug else ''}{'-nvtx' if nvtx else ''}.so"
-    if library.exists() and library.stat().st_mtime >= source.stat().st_mtime:
-        return library
-    fd, temporary = tempfile.mkstemp(prefix=f".lib{base}-", suffix=".so", dir=folder)
+    return built_atomically(library, [source], lambda out: [build_command(source, out, debug, nvtx)])
+
+
+def built_atomically(result: Path, sources: list[Path], commands: Callable[[Path], list[list[str]]]) -> Path:
+    """`result`, made by `commands(a temporary path)` unless it is newer than every source; the
+    temporary file (and an object file beside it) replaces it only once every command succeeded."""
+    if result.exists() and all(result.stat().st_mtime >= s.stat().st_mtime for s in sources):
+        return result
+    fd, temporary = tempfile.mkstemp(prefix=f".{result.name}-", dir=result.parent)
     os.close(fd)
+    work = Path(temporary)
     try:
-        done = subprocess.run(build_command(source, Path(temporary), debug, nvtx), capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"building {library} failed:\n{' '.join(build_command(source, library, debug, nvtx))}"
-                               f"\n{done.stderr.strip()}")
-        os.chmod(temporary, 0o755)  # mkstemp made it private
-        os.replace(temporary, library)  # atomic: a process loading it meanwhile sees the old or the new one
+        for command in commands(work):
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"building {result} failed:\n{shlex.join(command)}\n"
+                                   f"{(done.stderr or done.stdout).strip()}")
+        os.chmod(work, 0o755)  # mkstemp made it private
+        os.replace(work, result)  # atomic: a process loading it meanwhile sees the old or the new one
     finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-    return library
+        for leftover in (work, Path(f"{work}.o")):
+            if leftover.exists():
+                leftover.unlink()
+    return result
 
 
 def _manifest(folder: Path) -> dict[str, Any]:

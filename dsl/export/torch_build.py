@@ -22,13 +22,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsl.export.build import _manifest
+from dsl.export.build import _manifest, built_atomically
 
 
 @dataclass(frozen=True)
@@ -96,7 +93,8 @@ def build_torch_library(folder: str | os.PathLike) -> Path:
         raise FileNotFoundError(f"{source} is missing: `python -m dsl.torch.cpp_library ... -o {folder}` writes it")
     library = folder / f"lib{base}_torch.so"
     flags = torch_flags()
-    return _built(library, [source, folder / f"{base}.c"], lambda out: library_commands(folder, base, out, flags))
+    return built_atomically(library, [source, folder / f"{base}.c"],
+                            lambda out: library_commands(folder, base, out, flags))
 
 
 def build_runner(folder: str | os.PathLike) -> Path:
@@ -107,26 +105,4 @@ def build_runner(folder: str | os.PathLike) -> Path:
     source = write_runner(folder)
     runner = folder / "kdsl_aoti_runner"
     flags = torch_flags()
-    return _built(runner, [source], lambda out: [runner_command(source, out, flags)])
-
-
-def _built(result: Path, sources: list[Path], commands: Callable[[Path], list[list[str]]]) -> Path:
-    """`result`, made by `commands(a temporary path)` unless it is newer than every source."""
-    if result.exists() and all(result.stat().st_mtime >= s.stat().st_mtime for s in sources):
-        return result
-    fd, temporary = tempfile.mkstemp(prefix=f".{result.name}-", dir=result.parent)
-    os.close(fd)
-    work = Path(temporary)
-    try:
-        for command in commands(work):
-            done = subprocess.run(command, capture_output=True, text=True)
-            if done.returncode != 0:
-                raise RuntimeError(f"building {result} failed:\n{shlex.join(command)}\n"
-                                   f"{(done.stderr or done.stdout).strip()}")
-        os.chmod(work, 0o755)  # mkstemp made it private
-        os.replace(work, result)  # atomic: a process loading it meanwhile sees the old or the new one
-    finally:
-        for leftover in (work, Path(f"{work}.o")):
-            if leftover.exists():
-                leftover.unlink()
-    return result
+    return built_atomically(runner, [source], lambda out: [runner_command(source, out, flags)])
