@@ -13,6 +13,11 @@ language means (each found by generated programs, `tests/fuzz`, disagreeing on t
   operations the widening is not an `fpext` that LLVM could see through; it is exact either way
   (a bf16 is the top half of an f32).
 
+- A shuffle of a constant is that constant (every lane holds it; a lane whose source is out of
+  range keeps its own). ptxas (13.0 and 13.5) folds such a shuffle itself and then reads
+  `min(c - x, y)` as `min(x - c, y)` (one `VIADDMNMX` with `-c`), so the shuffles are folded
+  before it sees them.
+
 The rewrites are made on the copy of the module that is lowered; the traced view and the
 interpreter keep the ops as traced.
 """
@@ -22,6 +27,43 @@ from __future__ import annotations
 from typing import Any
 
 from mlir import ir
+
+_SHUFFLED = {"gpu.shuffle": 0, "nvvm.shfl.sync": 1}  # the op -> its shuffled value's operand
+_CONSTANTS = frozenset({"arith.constant", "llvm.mlir.constant"})
+
+
+def fold_shuffled_constants(module: Any) -> int:
+    """Replaces every shuffle of a constant by the constant, canonicalizing between rounds so
+    that a reduction's butterfly (`c & shfl(c)`, then a shuffle of that) folds all the way.
+    Returns how many shuffles it folded."""
+    from mlir.passmanager import PassManager
+
+    folded = 0
+    while found := _constant_shuffles(module):
+        for op in found:
+            op.results[0].replace_all_uses_with(op.operands[_SHUFFLED[op.name]])
+            if all(not list(r.uses) for r in op.results):
+                op.erase()
+        folded += len(found)
+        PassManager.parse("builtin.module(canonicalize)", module.operation.context).run(module.operation)
+    return folded
+
+
+def _constant_shuffles(module: Any) -> list[Any]:
+    found: list[Any] = []
+
+    def visit(op: Any) -> Any:
+        at = _SHUFFLED.get(op.name)
+        if at is not None and len(op.operands) > at:
+            source = op.operands[at].owner  # an op, or the block of an argument
+            if isinstance(source, (ir.OpView, ir.Operation)) and source.name in _CONSTANTS:
+                found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    for top in module.body.operations:
+        if top.operation.name == "gpu.module":
+            top.operation.walk(visit)
+    return found
 
 
 def make_bf16_exact(module: Any) -> None:
@@ -190,10 +232,17 @@ def widen_narrow_integers(module: Any) -> int:
     frontend); a narrow result is the 32-bit one truncated. Opaque `mov.b32`s keep LLVM from
     narrowing them again (ptxas removes the moves). Returns how many operations it rewrote."""
     found: list[Any] = []
+    truncations: list[Any] = []
+    extensions: list[Any] = []
 
     def visit(op: Any) -> Any:
         name = op.name
-        if name in _SIGNED or name in _UNSIGNED or name in _EITHER:
+        if name == "arith.trunci" and _narrow(op.results[0].type) and not _narrow(op.operands[0].type):
+            truncations.append(op)
+        elif name in _EXTENSIONS and _narrow(op.operands[0].type) and not _narrow(op.results[0].type) \
+                and isinstance(op.results[0].type, ir.IntegerType):
+            extensions.append(op)
+        elif name in _SIGNED or name in _UNSIGNED or name in _EITHER:
             if len(op.results) == 1 and _narrow(op.results[0].type):
                 found.append(op)
         elif name in _CONVERSIONS or name == "arith.cmpi":
@@ -206,12 +255,33 @@ def widen_narrow_integers(module: Any) -> int:
     for top in module.body.operations:
         if top.operation.name == "gpu.module":
             top.operation.walk(visit)
+    # A wide operation whose result is truncated (or whose operands were extended) is one LLVM
+    # narrows back to 8 or 16 bits: `(-cast(x, u32)).to(i16)` became `neg.s16`. Opaque movs
+    # between the narrow and the wide values keep it wide.
+    for op in truncations:
+        with ir.InsertionPoint(op), op.location:
+            op.operands[0] = _opaque_word(op.operands[0])
+    for op in extensions:
+        with ir.InsertionPoint.after(op), op.location:
+            kept = _opaque_word(op.results[0])
+        _replace_uses_except(op.results[0], kept)
     for op in found:
         with ir.InsertionPoint(op), op.location:
             replacement = _in_32_bits(op)
         op.results[0].replace_all_uses_with(replacement)
         op.erase()
-    return len(found)
+    return len(found) + len(truncations) + len(extensions)
+
+
+def _opaque_word(x: Any) -> Any:
+    """An i32 or i64 `x` through an inline-asm `mov`, which LLVM cannot see through."""
+    from dsl.frontend import ops
+
+    if x.type.width == 64:
+        return ops.llvm_inline_asm(x.type, "mov.b64 $0, $1;", "=l,l", [x], side_effects=False)
+    if x.type.width != 32:  # i1 and other widths: no narrowing to keep out
+        return x
+    return ops.llvm_inline_asm(x.type, "mov.b32 $0, $1;", "=r,r", [x], side_effects=False)
 
 
 def _in_32_bits(op: Any) -> Any:

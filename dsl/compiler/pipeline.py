@@ -23,7 +23,7 @@ from dsl import environment
 from dsl.compiler import debug_variables, source_maps, toolchain
 from dsl.compiler.artifacts import Resources, SourceMap
 from dsl.compiler.build_options import BuildOptions
-from dsl.compiler.exact_lowering import make_bf16_exact, widen_narrow_integers
+from dsl.compiler.exact_lowering import fold_shuffled_constants, make_bf16_exact, widen_narrow_integers
 from dsl.compiler.float_flags import apply_float_flags, correctly_rounded_sqrt
 from dsl.compiler.stages import STAGES
 from dsl.diagnostics import Diagnostic, SourceRange
@@ -131,6 +131,7 @@ def stage_lowered(build: Build) -> None:
             op.operation.erase()
     apply_float_flags(lowered, build.float_flags)  # FMA contraction and fast-math: per kernel
     correctly_rounded_sqrt(lowered, build.float_flags)
+    fold_shuffled_constants(lowered)  # before ptxas can fold them its own way
     make_bf16_exact(lowered)
     if toolchain.ptxas_problem() is not None or environment.choice("KDSL_ASSEMBLER") == "driver":
         widen_narrow_integers(lowered)  # ptxas 13.0 (the driver's own at CUDA 13.0 too)

@@ -18,7 +18,12 @@ form that keeps it, and on a GPU the hardware's answer is checked too.
   its sign extension; `max(x, 1) == 1` of a u16 was folded through the min/max unit's
   predicate the wrong way round; a sign-extended i8 compared as u16 was compared in 32 bits.
   The toolchain prefers another ptxas, and with only 13.0 it names the problem and does all
-  8- and 16-bit integer arithmetic and comparison in 32 bits.
+  8- and 16-bit integer arithmetic and comparison in 32 bits; LLVM narrowed a 32-bit
+  negation whose result was truncated to i16 back to `neg.s16`, so the truncation (and any
+  widening) goes through an opaque move.
+- `min(c - x, y)` where `c` is a shuffle (or a reduction's butterfly) of a constant: ptxas (13.0
+  and 13.5) folded the shuffle to `c` and computed `min(x - c, y)`; shuffles of constants are
+  folded before ptxas sees them.
 """
 
 from __future__ import annotations
@@ -216,6 +221,10 @@ def test_the_gpu_computes_what_the_interpreter_does() -> None:
     narrow = [torch.from_numpy(a).cuda() for a in _narrow_arguments()]
     run_narrow_integers(*narrow, 0)  # with ptxas 13.0, in 32 bits
     assert narrow[3].cpu().tolist() == EXPECTED_NARROW
+    x, y, out = _shuffle_arguments()
+    shuffled = [torch.from_numpy(a).cuda() for a in (x, y, out)]
+    run_shuffled_constant(*shuffled)
+    assert shuffled[2].cpu().tolist() == _expected_shuffles(x, y)
 
 
 @dsl.kernel(contract=False)
@@ -227,6 +236,7 @@ def narrow_integers(x: Tensor[i16], wide_y: Tensor[i32], wide_b: Tensor[i32], ou
     out[3 * i + 1] = dsl.cast(dsl.max(6 & y, 1) == 1, i64)  # 13.0: inverted
     low = dsl.cast(dsl.cast(wide_b[i], dsl.i8), dsl.u16)  # -128 as u16: 0xff80
     out[3 * i + 2] = dsl.cast(y < low, i64)  # 13.0 compared with 0xffffff80
+    out[6 + i] = dsl.cast((-dsl.cast(x[i], dsl.u32)).to(i16), i64)  # LLVM: neg.s16, then 13.0 as above
 
 
 @dsl.jit
@@ -236,11 +246,11 @@ def run_narrow_integers(x: Tensor[i16], wide_y: Tensor[i32], wide_b: Tensor[i32]
 
 
 Y, LOW = [2, 0xFF90], [0x80, 0x80]
-EXPECTED_NARROW = [-32768, 0, 1, -7, 1, 0]  # max(2 & 6, 1) != 1, max(0xff90 & 6, 1) == 1; 0xff90 >= 0xff80
+EXPECTED_NARROW = [-32768, 0, 1, -7, 1, 0, -32768, -7]  # max(2 & 6, 1) != 1, max(0xff90 & 6, 1) == 1; 0xff90 >= 0xff80
 
 
 def _narrow_arguments() -> tuple[np.ndarray, ...]:
-    return (np.array(X, np.int16), np.array(Y, np.int32), np.array(LOW, np.int32), np.zeros(6, np.int64))
+    return (np.array(X, np.int16), np.array(Y, np.int32), np.array(LOW, np.int32), np.zeros(8, np.int64))
 
 
 def test_with_ptxas_13_0_narrow_integer_code_is_done_in_32_bits(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -258,3 +268,33 @@ def test_with_ptxas_13_0_narrow_integer_code_is_done_in_32_bits(monkeypatch: pyt
     args = _narrow_arguments()
     dsl.interpret(run_narrow_integers, *args, 0)
     assert args[3].tolist() == EXPECTED_NARROW
+
+
+@dsl.kernel(contract=False)
+def shuffled_constant(x: Tensor[i32], y: Tensor[i32], out: Tensor[i32]):
+    i = dsl.thread_idx.x
+    c = dsl.warp_reduce(100, "and", 4)  # butterflies of a constant: 100
+    out[i] = dsl.min(c - x[i], y[i])  # ptxas: min(x - 100, y)
+    out[32 + i] = dsl.max(dsl.shfl_idx(7, 3) - x[i], y[i])
+
+
+@dsl.jit
+def run_shuffled_constant(x: Tensor[i32], y: Tensor[i32], out: Tensor[i32]):
+    shuffled_constant(x, y, out).launch(grid=1, block=32)
+
+
+def _shuffle_arguments() -> tuple[np.ndarray, ...]:
+    return np.arange(32, dtype=np.int32) * 5, np.full(32, 50, np.int32), np.zeros(64, np.int32)
+
+
+def _expected_shuffles(x: np.ndarray, y: np.ndarray) -> list[int]:
+    return [min(100 - int(a), int(b)) for a, b in zip(x, y)] + [max(7 - int(a), int(b)) for a, b in zip(x, y)]
+
+
+def test_a_shuffle_of_a_constant_is_the_constant_before_ptxas() -> None:
+    """No shuffle of a constant reaches ptxas (whichever one), and the values are the language's."""
+    ptx = dsl.compile(run_shuffled_constant, *_shuffle_arguments(), target="sm_90").stages["ptx"]
+    assert "shfl.sync" not in ptx and "sub.s32" in ptx
+    args = _shuffle_arguments()
+    dsl.interpret(run_shuffled_constant, *args)
+    assert args[2].tolist() == _expected_shuffles(args[0], args[1])

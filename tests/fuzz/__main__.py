@@ -6,7 +6,8 @@ refused and compared; every failure with its seed and a shrunk reproducer. Exits
 disagreement or internal error, else 0. `--jobs J` splits the seeds into J runs in processes
 of their own (a long `--gpu` run on a machine with many cores: each compiles on its own core).
 `--seconds T` stops handing out seeds (in blocks of up to 200) after T seconds and reports what was checked, with the
-seeds left over (a run that must end inside a time limit, to be continued from there).
+seeds left over (a run that must end inside a time limit, to be continued from there); a block still running then
+(a kernel that never finishes) is among them.
 """
 
 from __future__ import annotations
@@ -60,13 +61,23 @@ def main(argv: list[str] | None = None) -> int:
     else:  # blocks of contiguous seeds, handed out as workers free up (spawned: the parent may hold a CUDA context)
         done = 0
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            for first, count, found, printed in pool.imap_unordered(run_task, blocks):
+            results = pool.imap_unordered(run_task, blocks)
+            while True:
+                try:  # with a deadline, a block that never finishes (a kernel that hangs) cannot hold the run
+                    wait = None if deadline is None else max(1.0, deadline - time.perf_counter())
+                    first, count, found, printed = results.next(wait)
+                except StopIteration:
+                    break
+                except multiprocessing.TimeoutError:
+                    pool.terminate()
+                    break
                 counts.update(found)
                 checked.append((first, count))
                 done += sum(found.values())
                 sys.stdout.write(printed)
                 sys.stdout.flush()
-                print(f"  {done}/{args.programs} checked, {sum(counts[f] for f in FAILURES)} failing, "
+                failing = sum(counts[f] for f in FAILURES)
+                print(f"  seeds {first}-{first + count - 1} done; {done}/{args.programs} checked, {failing} failing, "
                       f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
                 if deadline is not None and time.perf_counter() > deadline:
                     pool.terminate()  # the blocks under way are dropped: reported as not checked
