@@ -5,9 +5,9 @@ Program `i` of a run is `generate(S + i)`, so a failure's seed alone reproduces 
 refused and compared; every failure with its seed and a shrunk reproducer. Exits 1 on any
 disagreement or internal error, else 0. `--jobs J` splits the seeds into J runs in processes
 of their own (a long `--gpu` run on a machine with many cores: each compiles on its own core).
-`--seconds T` stops handing out seeds (in blocks of up to 200) after T seconds and reports what was checked, with the
-seeds left over (a run that must end inside a time limit, to be continued from there); a block still running then
-(a kernel that never finishes) is among them.
+`--seconds T`: no seed starts after T seconds; the run reports what was checked, with the seeds left over (a run
+that must end inside a time limit, to be continued from there). A GPU kernel still running after
+`harness.HANG_SECONDS` is a disagreement (its process can use the GPU no more: the rest of its block is left over).
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ import sys
 import time
 from collections import Counter
 
-from tests.fuzz.harness import FAILURES, quiet_environment
+from tests.fuzz.harness import FAILURES, HANG_SECONDS, quiet_environment
 from tests.fuzz.runs import run_seeds, run_task
 
 BLOCK = 200  # seeds per task: a long run reports as it goes, and its cores stay busy to the end
+GPU_BLOCK = 400  # with --gpu each task has a fresh process (see `run_block`): fewer, longer tasks
+GRACE = HANG_SECONDS + 30  # past the deadline, how long a worker may take to answer before it is dropped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,42 +48,42 @@ def main(argv: list[str] | None = None) -> int:
 
     counts: Counter[str] = Counter()
     started = time.perf_counter()
-    deadline = started + args.seconds if args.seconds is not None else None
+    deadline = time.time() + args.seconds if args.seconds is not None else None  # wall clock: workers read it
     jobs = max(1, min(args.jobs, args.programs))
-    size = max(1, min(-(-args.programs // jobs), BLOCK))
-    blocks = [(args.seed + k, min(size, args.programs - k), gpu, not args.no_shrink)
+    size = max(1, min(-(-args.programs // jobs), GPU_BLOCK if gpu else BLOCK))
+    blocks = [(args.seed + k, min(size, args.programs - k), gpu, not args.no_shrink, deadline)
               for k in range(0, args.programs, size)]
-    checked: list[tuple[int, int]] = []  # (first seed, count) of each finished block
+    checked: list[tuple[int, int]] = []  # (first seed, how many checked) of each block that answered
     if jobs == 1:
         for first, count, *_ in blocks:
-            if deadline is not None and time.perf_counter() > deadline:
+            found, ran, stuck = run_seeds(first, count, gpu, not args.no_shrink, deadline)
+            counts.update(found)
+            checked.append((first, ran))
+            if stuck:  # this process's GPU still runs a kernel: the seeds left are reported unchecked
                 break
-            counts.update(run_seeds(first, count, gpu, not args.no_shrink))
-            checked.append((first, count))
     else:  # blocks of contiguous seeds, handed out as workers free up (spawned: the parent may hold a CUDA context)
         done = 0
-        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        # with the GPU, one block per process: a kernel that never ends dies with its process's context
+        with multiprocessing.get_context("spawn").Pool(jobs, maxtasksperchild=1 if gpu else None) as pool:
             results = pool.imap_unordered(run_task, blocks)
             while True:
-                try:  # with a deadline, a block that never finishes (a kernel that hangs) cannot hold the run
-                    wait = None if deadline is None else max(1.0, deadline - time.perf_counter())
-                    first, count, found, printed = results.next(wait)
+                try:  # past the deadline and its grace, a worker that has not answered (a hung GPU) is dropped
+                    wait = None if deadline is None else max(1.0, deadline + GRACE - time.time())
+                    first, ran, found, printed = results.next(wait)
                 except StopIteration:
                     break
                 except multiprocessing.TimeoutError:
                     pool.terminate()
                     break
                 counts.update(found)
-                checked.append((first, count))
-                done += sum(found.values())
+                checked.append((first, ran))
+                done += ran
                 sys.stdout.write(printed)
                 sys.stdout.flush()
-                failing = sum(counts[f] for f in FAILURES)
-                print(f"  seeds {first}-{first + count - 1} done; {done}/{args.programs} checked, {failing} failing, "
-                      f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-                if deadline is not None and time.perf_counter() > deadline:
-                    pool.terminate()  # the blocks under way are dropped: reported as not checked
-                    break
+                if ran:
+                    failing = sum(counts[f] for f in FAILURES)
+                    print(f"  seeds {first}-{first + ran - 1} done; {done}/{args.programs} checked, {failing} failing, "
+                          f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - started
 
     refused = counts["refused"] + counts["unexpected-refusal"]
@@ -90,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     ways = "reference, interpreter and GPU" if gpu else "reference and interpreter"
     generated = sum(count for _, count in checked)
     if generated < args.programs:
-        print(f"stopped after {args.seconds:g} s: seeds not checked: {_ranges(args.seed, args.programs, checked)}")
+        why = f"stopped after {args.seconds:g} s" if args.seconds is not None else "a GPU left running a kernel"
+        print(f"{why}: seeds not checked: {_ranges(args.seed, args.programs, checked)}")
     print(f"generated {generated}, compiled {compiled}, refused {refused} "
           f"({counts['refused']} as the rules require), compared {counts['compared']} ({ways}), "
           f"skipped {counts['skipped']} (not modelled); "

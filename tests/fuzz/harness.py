@@ -9,7 +9,8 @@ The verdicts, and why each is what it is:
   while running);
 - `skipped`: the reference does not model something the program does (never generated;
   a shrinking step may reach it);
-- `mismatch`: the outputs differ, or one side faulted and the other did not;
+- `mismatch`: the outputs differ, or one side faulted and the other did not, or the GPU's
+  kernel was still running after `HANG_SECONDS` (where the reference finished);
 - `unexpected-refusal`: the compiler refused a program the rules accept;
 - `missed-refusal`: the compiler took a program the rules refuse;
 - `internal`: DSL402 from the compiler, a refusal that points nowhere in the program, or an
@@ -26,6 +27,7 @@ import importlib.util
 import itertools
 import os
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +51,15 @@ _BITS = {16: np.uint16, 32: np.uint32, 64: np.uint64}
 _FLOAT_VIEW = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 
 
+HANG_SECONDS = 60.0  # a generated kernel finishes in milliseconds; one still running after this never will
+
+
 @dataclass
 class Verdict:
     status: str  # one of the module doc's verdicts
     detail: str = ""
     gpu: bool = False  # whether the GPU took part
+    stuck: bool = False  # the GPU still runs this program's kernel: nothing more can run in this process
 
     @property
     def failed(self) -> bool:
@@ -196,6 +202,9 @@ def run_gpu(program: Program, loaded: Loaded) -> tuple[str, Any]:
         device.append(moved.view(views[t.name]) if t.is_float else moved)
     try:
         loaded.module.run(*device, program.n, C=program.const)
+        if not _finished(torch, HANG_SECONDS):
+            return "hang", (f"the kernel was still running after {HANG_SECONDS:g} s (the reference finishes); "
+                            "this process can run nothing more on the GPU")
         torch.cuda.synchronize()
     except CompileError as err:
         return ("internal" if any(d.code == "DSL402" for d in err.diagnostics) else "refused"), str(err)
@@ -206,6 +215,19 @@ def run_gpu(program: Program, loaded: Loaded) -> tuple[str, Any]:
         host = d.view(signed[t.bits][1]).cpu().numpy() if t.is_float else d.cpu().numpy()
         back.append(host.view(a.dtype))
     return "ok", back
+
+
+def _finished(torch: Any, seconds: float) -> bool:
+    """Whether the work queued on the current stream ends within `seconds` (a synchronize would
+    wait forever for a kernel that loops forever)."""
+    done = torch.cuda.Event()
+    done.record()
+    limit = time.monotonic() + seconds
+    while not done.query():
+        if time.monotonic() > limit:
+            return False
+        time.sleep(0.0002)
+    return True
 
 
 def _same(t: DType, want: Any, got: int) -> bool:
@@ -279,6 +301,8 @@ def check(program: Program, directory: Path, gpu: bool = False) -> Verdict:
             return Verdict("mismatch", "interpreter differs from the reference:\n" + diff)
         if gpu:
             kind, on_gpu = run_gpu(program, loaded)
+            if kind == "hang":
+                return Verdict("mismatch", f"on the GPU: {on_gpu}", gpu=True, stuck=True)
             if kind != "ok":
                 return Verdict("internal" if kind == "internal" else "mismatch", f"on the GPU: {on_gpu}", gpu=True)
             diff = differences(program, expected.tensors, on_gpu, "GPU")

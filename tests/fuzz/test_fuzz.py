@@ -17,7 +17,7 @@ import pytest
 
 from tests.fuzz import reference, scalars
 from tests.fuzz.generate import ends_tracing, generate, traced_prefix
-from tests.fuzz.harness import check, quiet_environment
+from tests.fuzz.harness import Verdict, check, quiet_environment
 from tests.fuzz.program import Assign, Exit, For, If, Lit, Name, Program
 from tests.fuzz.shrink import program_edits, shrink
 
@@ -202,3 +202,26 @@ def test_a_run_with_a_time_limit_reports_the_seeds_it_left(capsys: pytest.Captur
     assert main(["--programs", "3", "--seed", "40", "--seconds", "0"]) == 0
     out = capsys.readouterr().out
     assert "seeds not checked: 40-42" in out and out.strip().splitlines()[-1].startswith("generated 0,")
+
+
+def test_a_gpu_left_running_a_kernel_ends_its_block_and_names_the_seed(monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel still running after `HANG_SECONDS` (seen on the H200) is a disagreement printed with
+    its program; its process can use the GPU no more, so the seeds after it are reported unchecked.
+    The verdict `harness.run_gpu` gives then is made here for one seed (no GPU on this machine)."""
+    from tests.fuzz import runs
+    from tests.fuzz.__main__ import main
+
+    real = runs.check
+
+    def check_with_a_hang(program: Program, directory: Path, gpu: bool = False) -> Verdict:
+        if program.seed == 41:
+            return Verdict("mismatch", "on the GPU: the kernel was still running after 60 s", gpu=True, stuck=True)
+        return real(program, directory, gpu)
+
+    monkeypatch.setattr(runs, "check", check_with_a_hang)
+    assert main(["--programs", "4", "--seed", "40"]) == 1
+    out = capsys.readouterr().out
+    assert "=== seed 41: mismatch ===" in out and "still running after 60 s" in out and "@dsl.kernel" in out
+    assert "a GPU left running a kernel: seeds not checked: 42-43" in out
+    assert out.strip().splitlines()[-1].startswith("generated 2,")
