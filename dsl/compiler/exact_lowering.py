@@ -230,7 +230,9 @@ def widen_narrow_integers(module: Any) -> int:
     reaches the PTX. Each is done on its operands extended to 32 bits, as the operation reads them (signed
     or unsigned), which gives the same low bits (shift amounts and divisors are guarded by the
     frontend); a narrow result is the 32-bit one truncated. Opaque `mov.b32`s keep LLVM from
-    narrowing them again (ptxas removes the moves). Returns how many operations it rewrote."""
+    narrowing them again (ptxas removes the moves); truncations to and widenings from 8 or 16
+    bits pass one too. Its fourth bug, `(-a) >> k` taken for `-(a >> k)`, is kept out by
+    `_unsigned_shifts_of_signed`. Returns how many operations it rewrote."""
     found: list[Any] = []
     truncations: list[Any] = []
     extensions: list[Any] = []
@@ -270,7 +272,38 @@ def widen_narrow_integers(module: Any) -> int:
             replacement = _in_32_bits(op)
         op.results[0].replace_all_uses_with(replacement)
         op.erase()
-    return len(found) + len(truncations) + len(extensions)
+    return len(found) + len(truncations) + len(extensions) + _unsigned_shifts_of_signed(module)
+
+
+def _unsigned_shifts_of_signed(module: Any) -> int:
+    """ptxas 13.0 takes `(-a) >> k` for `-(a >> k)` when it fuses `b + ((-a) >> k)` into one
+    `LEA.HI.SX32` with a negated operand (off by one unless `2**k` divides `a`). Each 32-bit
+    arithmetic shift right (the narrow ones are 32-bit by now) becomes `((a ^ s) >>> k) ^ s`, `s`
+    the sign of `a` as all ones or zeros, chosen by a compare (inline PTX, so LLVM does not turn it
+    back into a shift): the same value, and no signed shift left to fuse. Checked in 13.0's SASS."""
+    from dsl.frontend import ops
+
+    shifts: list[Any] = []
+
+    def visit(op: Any) -> Any:
+        if op.name == "arith.shrsi" and str(op.results[0].type) == "i32":
+            shifts.append(op)
+        return ir.WalkResult.ADVANCE
+
+    for top in module.body.operations:
+        if top.operation.name == "gpu.module":
+            top.operation.walk(visit)
+    for op in shifts:
+        a, k = op.operands
+        with ir.InsertionPoint(op), op.location:
+            sign = ops.llvm_inline_asm(a.type, "{ .reg .pred p; setp.lt.s32 p, $1, 0; selp.b32 $0, -1, 0, p; }",
+                                       "=r,r", [a], side_effects=False)
+            flipped = ops.same_type("arith.xori", a, sign)
+            shifted = ops.same_type("arith.shrui", flipped, k)
+            replacement = ops.same_type("arith.xori", shifted, sign)
+        op.results[0].replace_all_uses_with(replacement)
+        op.erase()
+    return len(shifts)
 
 
 def _opaque_word(x: Any) -> Any:

@@ -55,7 +55,7 @@ KNOWN_BAD_PTXAS = {
     (13, 0): "miscompiles 8- and 16-bit integer code: it drops the sign extension after an operation "
              "whose result leaves the 16-bit range (`-x` of an i16 -32768, widened to i64, gave 32768; 13.5 "
              "gives -32768), folds `max(x, 1) == 1` of a u16 the wrong way round, and compares a "
-             "sign-extended i8 as u16 in 32 bits",
+             "sign-extended i8 as u16 in 32 bits; and it computes `b + ((-a) >> k)` as `b - (a >> k)`",
 }
 
 
@@ -102,7 +102,7 @@ def ptxas_problem() -> str | None:
     if release is None or release not in KNOWN_BAD_PTXAS:
         return None
     return (f"ptxas {release[0]}.{release[1]} ({path}) {KNOWN_BAD_PTXAS[release]}; kdsl works around it (8- and "
-            f"16-bit integer arithmetic and comparisons are done in 32 bits): install "
+            f"16-bit integer arithmetic and comparisons are done in 32 bits, signed shifts as unsigned ones): install "
             f"nvidia-cuda-nvcc>=13.5 or set KDSL_PTXAS to a newer ptxas")
 
 

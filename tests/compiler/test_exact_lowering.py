@@ -21,6 +21,9 @@ form that keeps it, and on a GPU the hardware's answer is checked too.
   8- and 16-bit integer arithmetic and comparison in 32 bits; LLVM narrowed a 32-bit
   negation whose result was truncated to i16 back to `neg.s16`, so the truncation (and any
   widening) goes through an opaque move.
+- ptxas 13.0 fused `b + ((-a) >> k)` into one `LEA.HI.SX32` with a negated operand that computes
+  `b - (a >> k)` (off by one unless `2**k` divides `a`); with that ptxas signed shifts right are
+  made of unsigned ones.
 - `min(c - x, y)` where `c` is a shuffle (or a reduction's butterfly) of a constant: ptxas (13.0
   and 13.5) folded the shuffle to `c` and computed `min(x - c, y)`; shuffles of constants are
   folded before ptxas sees them.
@@ -225,6 +228,10 @@ def test_the_gpu_computes_what_the_interpreter_does() -> None:
     shuffled = [torch.from_numpy(a).cuda() for a in (x, y, out)]
     run_shuffled_constant(*shuffled)
     assert shuffled[2].cpu().tolist() == _expected_shuffles(x, y)
+    x, y, out = _shift_arguments()
+    shifted = [torch.from_numpy(a).cuda() for a in (x, y, out)]
+    run_negated_shift(*shifted)  # with ptxas 13.0, of unsigned shifts
+    assert shifted[2].cpu().tolist() == _expected_shifts(x, y)
 
 
 @dsl.kernel(contract=False)
@@ -298,3 +305,40 @@ def test_a_shuffle_of_a_constant_is_the_constant_before_ptxas() -> None:
     args = _shuffle_arguments()
     dsl.interpret(run_shuffled_constant, *args)
     assert args[2].tolist() == _expected_shuffles(args[0], args[1])
+
+
+@dsl.kernel(contract=False)
+def negated_shift(x: Tensor[i32], y: Tensor[i32], out: Tensor[i32], SHIFT: dsl.Constexpr[int]):
+    i = dsl.thread_idx.x
+    a = x[i]
+    if y[i] < 5:  # a value that flows in from two places: where 13.0 fused the negation into LEA.HI
+        a = (5 & y[i]) - a
+    out[i] = y[i] + ((-a) >> SHIFT)
+    out[32 + i] = y[i] + ((-a) >> 35)  # past the width: the sign, as >> 31
+
+
+@dsl.jit
+def run_negated_shift(x: Tensor[i32], y: Tensor[i32], out: Tensor[i32], SHIFT: dsl.Constexpr[int] = 4):
+    negated_shift(x, y, out, SHIFT).launch(grid=1, block=32)
+
+
+def _shift_arguments() -> tuple[np.ndarray, ...]:
+    x = np.array([37 * k - 600 for k in range(32)], np.int32)
+    return x, np.array([k % 9 for k in range(32)], np.int32), np.zeros(64, np.int32)
+
+
+def _expected_shifts(x: np.ndarray, y: np.ndarray) -> list[int]:
+    a = [(5 & int(b)) - int(v) if b < 5 else int(v) for v, b in zip(x, y)]
+    return [int(b) + ((-v) >> 4) for v, b in zip(a, y)] + [int(b) + ((-v) >> 31) for v, b in zip(a, y)]
+
+
+def test_with_ptxas_13_0_signed_shifts_are_made_of_unsigned_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = dsl.compile(run_negated_shift, *_shift_arguments(), 3, target="sm_90").stages["ptx"]
+    if toolchain.ptxas_problem() is None:
+        assert "shr.s32" in plain
+    monkeypatch.setattr(toolchain, "ptxas_problem", lambda: "ptxas 13.0 (a test's stand-in)")
+    worked_around = dsl.compile(run_negated_shift, *_shift_arguments(), 4, target="sm_90").stages["ptx"]
+    assert "shr.s32" not in worked_around and "shr.u32" in worked_around and "selp.b32" in worked_around
+    args = _shift_arguments()
+    dsl.interpret(run_negated_shift, *args)
+    assert args[2].tolist() == _expected_shifts(args[0], args[1])
