@@ -10,8 +10,8 @@ Two things differ from running `dsl.static_checks(text, path, target)` on the bu
 - **Big documents are checked in groups.** Parsing 5 MB takes seconds, on every
   keystroke, on the event loop. Above `LARGE_DOCUMENT` characters the document is cut
   before top-level statements into blocks, the blocks are grouped by content (a group
-  ends after a block whose hash says so, or at `GROUP_MAX` characters, so an edit moves
-  only its own group's edges), and each group's results are cached by its text: a
+  ends after a block whose first line's hash says so, or at `GROUP_MAX` characters, so an
+  edit inside a block moves no edge), and each group's results are cached by its text: a
   keystroke re-checks one group. Groups that parse on their own parse the same way as
   the whole file (each starts at column 0 outside any bracket or string), so the results
   are the same with one exception: a launch is checked against a `known_block_size`
@@ -28,6 +28,7 @@ import asyncio
 import dataclasses
 import itertools
 import os
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -208,7 +209,10 @@ def make_groups(lines: Sequence[str]) -> list[Group]:
         size += len(block)
         # A group never ends after a decorator: its function is the next block, and a group
         # that stops between them does not parse alone.
-        closes = (hash(block) % GROUP_TARGET_BLOCKS == 0 or size >= GROUP_MAX) and not block.startswith("@")
+        # The block's first line decides (by a hash that is the same in every process): an edit
+        # inside a function's body moves no edge, so a keystroke there re-checks one group.
+        header = zlib.crc32(lines[a].encode("utf-8", "surrogatepass"))
+        closes = (header % GROUP_TARGET_BLOCKS == 0 or size >= GROUP_MAX) and not block.startswith("@")
         if closes or b == len(lines):
             groups.append(Group(begin, b, "".join(pieces)))
             begin, size, pieces = b, 0, []
