@@ -30,7 +30,7 @@ import math
 from typing import Any
 
 import dsl
-from dsl import Constexpr, Float32, Int32, Tensor, bf16
+from dsl import Constexpr, Float32, Int32, Tensor, bf16, f32
 
 BM = 128  # query rows per block: two consumer warpgroups of 64
 BKV = 128  # key / value rows per stage
@@ -88,10 +88,8 @@ def online_softmax(scores: Any, m: Any, total: Any, scale: Any, q0: Any, row: An
     return dsl.cast(dsl.vector(*p), dsl.bf16), new_m, new_total, alpha
 
 
-@dsl.kernel(target="sm_90a", known_block_size=[THREADS, 1, 1], minnctapersm=1)
-def attention_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, o: Tensor[bf16, 3], S: Int32,
-                     group: Int32, scale: Float32, D: Constexpr[int], CAUSAL: Constexpr[bool],
-                     STAGES: Constexpr[int]):
+def shared_tiles(D: int, STAGES: int) -> Any:
+    """The block's shared memory (Q tile, K and V rings, their barriers), initialised."""
     smem = dsl.SharedAllocator(dynamic=True)
     sq = smem.array(dsl.bf16, (D // 64, BM, 64), swizzle=128)
     sk = smem.array(dsl.bf16, (STAGES, D // 64, BKV, 64), swizzle=128)
@@ -100,10 +98,7 @@ def attention_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, o:
     k_full = smem.array(dsl.u64, (STAGES,))
     v_full = smem.array(dsl.u64, (STAGES,))
     empty = smem.array(dsl.u64, (STAGES,))
-    tid = dsl.thread_idx.x
-    warpgroup = tid // 128
-    lane = tid % 32
-    if tid == 0:
+    if dsl.thread_idx.x == 0:
         dsl.mbarrier_init(q_full, 0, 1)
         for s in dsl.static_range(STAGES):
             dsl.mbarrier_init(k_full, s, 1)
@@ -111,82 +106,138 @@ def attention_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, o:
             dsl.mbarrier_init(empty, s, 8)  # one arrival per consumer warp
         dsl.fence_mbarrier_init()
     dsl.barrier()
+    return sq, sk, sv, q_full, k_full, v_full, empty
 
+
+def produce(tiles: Any, tq: Any, tk: Any, tv: Any, head: Any, q0: Any, kv_tiles: Any, group: Any, D: int,
+            STAGES: int) -> None:
+    """The producer warpgroup: the Q tile once, then K and V tiles through the ring (TMA)."""
+    sq, sk, sv, q_full, k_full, v_full, empty = tiles
+    dsl.setmaxnreg(24, increase=False)
+    if dsl.thread_idx.x == 0:
+        dsl.mbarrier_expect_tx(q_full, 0, BM * D * 2)
+        for c in dsl.static_range(D // 64):
+            dsl.tma_load(sq, (c,), tq, (head, q0, 64 * c), q_full, 0)
+        kv_head = head // group  # GQA: `group` query heads share this K/V head
+        for j in range(kv_tiles):
+            s = j % STAGES
+            dsl.mbarrier_wait(empty, s, ((j // STAGES) % 2) ^ 1)
+            dsl.mbarrier_expect_tx(k_full, s, BKV * D * 2)
+            for c in dsl.static_range(D // 64):
+                dsl.tma_load(sk, (s, c), tk, (kv_head, j * BKV, 64 * c), k_full, s)
+            dsl.mbarrier_expect_tx(v_full, s, BKV * D * 2)
+            for c in dsl.static_range(D // 64):
+                dsl.tma_load(sv, (s, c), tv, (kv_head, j * BKV, 64 * c), v_full, s)
+
+
+def consume(tiles: Any, q0: Any, kv_tiles: Any, scale: Any, D: int, CAUSAL: bool, STAGES: int) -> Any:
+    """A consumer warpgroup's 64 rows: the output accumulator (not yet divided by the row
+    sums), the rows' maxima (log2 units) and this thread's parts of the row sums, and where the
+    thread's rows are (`row`, `row + 8`) and its lane in the quad."""
+    sq, sk, sv, q_full, k_full, v_full, empty = tiles
+    tid = dsl.thread_idx.x
+    warpgroup = tid // 128
+    lane = tid % 32
+    dsl.setmaxnreg(240, increase=True)
+    row0 = (warpgroup - 1) * 64
+    warp = (tid % 128) // 32
+    g = lane // 4
+    q = lane % 4
+    row = q0 + row0 + warp * 16 + g  # this thread's rows: row and row + 8
+    m = [NEG_INF, NEG_INF]  # running maximum of each row, scaled to log2 units
+    total = [0.0, 0.0]  # this thread's part of each row's sum
+    acc = dsl.zeros(dsl.f32, D // 2)
+    dsl.mbarrier_wait(q_full, 0, 0)
+    me = warpgroup  # named barrier 1 or 2: this consumer's turn at the tensor cores
+    if warpgroup == 2:
+        dsl.named_barrier_arrive(1, 256)  # the first consumer goes first
+    dsl.mbarrier_wait(k_full, 0, 0)
+    dsl.named_barrier(me, 256)
+    scores = tile_scores(sq, sk, 0, row0, D)
+    dsl.named_barrier_arrive(3 - me, 256)
+    scores = dsl.wgmma_wait(scores)
+    probs, m, total, alpha = online_softmax(scores, m, total, scale, q0, row, q, 0, CAUSAL)
+    for j in range(1, kv_tiles):
+        s = j % STAGES
+        prev = (j - 1) % STAGES
+        dsl.mbarrier_wait(k_full, s, (j // STAGES) % 2)
+        dsl.mbarrier_wait(v_full, prev, ((j - 1) // STAGES) % 2)
+        dsl.named_barrier(me, 256)  # this consumer's turn: S_j, and P_{j-1} V_{j-1} behind it
+        scores = tile_scores(sq, sk, s, row0, D)
+        acc = dsl.wgmma(acc, probs, None, sv, (prev,), b_major="n")
+        dsl.named_barrier_arrive(3 - me, 256)  # the other consumer's turn
+        scores = dsl.wgmma_wait(scores, pending=1)  # S_j is ready; P_{j-1} V_{j-1} may still run
+        probs, m, total, alpha = online_softmax(scores, m, total, scale, q0, row, q, j, CAUSAL)
+        acc = dsl.wgmma_wait(acc, pending=0)
+        if lane == 0:
+            dsl.mbarrier_arrive(empty, prev)
+        acc = acc * dsl.vector(*[alpha[k % 4 // 2] for k in dsl.static_range(D // 2)])
+    last = (kv_tiles - 1) % STAGES
+    dsl.mbarrier_wait(v_full, last, ((kv_tiles - 1) // STAGES) % 2)
+    dsl.named_barrier(me, 256)
+    acc = dsl.wgmma(acc, probs, None, sv, (last,), b_major="n")
+    dsl.named_barrier_arrive(3 - me, 256)
+    acc = dsl.wgmma_wait(acc)
+    if lane == 0:
+        dsl.mbarrier_arrive(empty, last)
+    return acc, m, total, row, q
+
+
+def store_output(o: Any, acc: Any, total: Any, head: Any, row: Any, q: Any, D: int) -> Any:
+    """o = acc / row sum, in bf16 pairs; returns the row sums."""
+    sums = [dsl.warp_reduce(total[h], "sum", width=4) for h in dsl.static_range(2)]
+    inv = [1.0 / sums[h] for h in dsl.static_range(2)]
+    for k in dsl.static_range(D // 8):
+        col = 8 * k + 2 * q
+        for h in dsl.static_range(2):
+            pair = dsl.vector(dsl.cast(acc[4 * k + 2 * h] * inv[h], dsl.bf16),
+                              dsl.cast(acc[4 * k + 2 * h + 1] * inv[h], dsl.bf16))
+            o.vstore((head, row + 8 * h, col), pair)
+    return sums
+
+
+def block_rows(S: Any, CAUSAL: bool) -> Any:
+    """This block's head, first query row and number of K/V tiles (causal: heaviest first)."""
     head = dsl.block_idx.y
-    m_tile = dsl.grid_dim.x - 1 - dsl.block_idx.x if CAUSAL else dsl.block_idx.x  # causal: heaviest first
+    m_tile = dsl.grid_dim.x - 1 - dsl.block_idx.x if CAUSAL else dsl.block_idx.x
     q0 = m_tile * BM
     kv_tiles = dsl.min(S // BKV, (q0 + BM) // BKV) if CAUSAL else S // BKV
-    if warpgroup == 0:
-        dsl.setmaxnreg(24, increase=False)
-        if tid == 0:
-            dsl.mbarrier_expect_tx(q_full, 0, BM * D * 2)
-            for c in dsl.static_range(D // 64):
-                dsl.tma_load(sq, (c,), tq, (head, q0, 64 * c), q_full, 0)
-            kv_head = head // group  # GQA: `group` query heads share this K/V head
-            for j in range(kv_tiles):
-                s = j % STAGES
-                dsl.mbarrier_wait(empty, s, ((j // STAGES) % 2) ^ 1)
-                dsl.mbarrier_expect_tx(k_full, s, BKV * D * 2)
-                for c in dsl.static_range(D // 64):
-                    dsl.tma_load(sk, (s, c), tk, (kv_head, j * BKV, 64 * c), k_full, s)
-                dsl.mbarrier_expect_tx(v_full, s, BKV * D * 2)
-                for c in dsl.static_range(D // 64):
-                    dsl.tma_load(sv, (s, c), tv, (kv_head, j * BKV, 64 * c), v_full, s)
+    return head, q0, kv_tiles
+
+
+@dsl.kernel(target="sm_90a", known_block_size=[THREADS, 1, 1], minnctapersm=1)
+def attention_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, o: Tensor[bf16, 3], S: Int32,
+                     group: Int32, scale: Float32, D: Constexpr[int], CAUSAL: Constexpr[bool],
+                     STAGES: Constexpr[int]):
+    tiles = shared_tiles(D, STAGES)
+    head, q0, kv_tiles = block_rows(S, CAUSAL)
+    if dsl.thread_idx.x // 128 == 0:
+        produce(tiles, tq, tk, tv, head, q0, kv_tiles, group, D, STAGES)
     else:
-        dsl.setmaxnreg(240, increase=True)
-        row0 = (warpgroup - 1) * 64
-        warp = (tid % 128) // 32
-        g = lane // 4
-        q = lane % 4
-        row = q0 + row0 + warp * 16 + g  # this thread's rows: row and row + 8
-        m = [NEG_INF, NEG_INF]  # running maximum of each row, scaled to log2 units
-        total = [0.0, 0.0]  # this thread's part of each row's sum
-        acc = dsl.zeros(dsl.f32, D // 2)
-        dsl.mbarrier_wait(q_full, 0, 0)
-        me = warpgroup  # named barrier 1 or 2: this consumer's turn at the tensor cores
-        if warpgroup == 2:
-            dsl.named_barrier_arrive(1, 256)  # the first consumer goes first
-        dsl.mbarrier_wait(k_full, 0, 0)
-        dsl.named_barrier(me, 256)
-        scores = tile_scores(sq, sk, 0, row0, D)
-        dsl.named_barrier_arrive(3 - me, 256)
-        scores = dsl.wgmma_wait(scores)
-        probs, m, total, alpha = online_softmax(scores, m, total, scale, q0, row, q, 0, CAUSAL)
-        for j in range(1, kv_tiles):
-            s = j % STAGES
-            prev = (j - 1) % STAGES
-            dsl.mbarrier_wait(k_full, s, (j // STAGES) % 2)
-            dsl.mbarrier_wait(v_full, prev, ((j - 1) // STAGES) % 2)
-            dsl.named_barrier(me, 256)  # this consumer's turn: S_j, and P_{j-1} V_{j-1} behind it
-            scores = tile_scores(sq, sk, s, row0, D)
-            acc = dsl.wgmma(acc, probs, None, sv, (prev,), b_major="n")
-            dsl.named_barrier_arrive(3 - me, 256)  # the other consumer's turn
-            scores = dsl.wgmma_wait(scores, pending=1)  # S_j is ready; P_{j-1} V_{j-1} may still run
-            probs, m, total, alpha = online_softmax(scores, m, total, scale, q0, row, q, j, CAUSAL)
-            acc = dsl.wgmma_wait(acc, pending=0)
-            if lane == 0:
-                dsl.mbarrier_arrive(empty, prev)
-            acc = acc * dsl.vector(*[alpha[k % 4 // 2] for k in dsl.static_range(D // 2)])
-        last = (kv_tiles - 1) % STAGES
-        dsl.mbarrier_wait(v_full, last, ((kv_tiles - 1) // STAGES) % 2)
-        dsl.named_barrier(me, 256)
-        acc = dsl.wgmma(acc, probs, None, sv, (last,), b_major="n")
-        dsl.named_barrier_arrive(3 - me, 256)
-        acc = dsl.wgmma_wait(acc)
-        if lane == 0:
-            dsl.mbarrier_arrive(empty, last)
-        inv = [1.0 / dsl.warp_reduce(total[h], "sum", width=4) for h in dsl.static_range(2)]
-        for k in dsl.static_range(D // 8):
-            col = 8 * k + 2 * q
+        acc, m, total, row, q = consume(tiles, q0, kv_tiles, scale, D, CAUSAL, STAGES)
+        store_output(o, acc, total, head, row, q, D)
+
+
+@dsl.kernel(target="sm_90a", known_block_size=[THREADS, 1, 1], minnctapersm=1)
+def attention_lse_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, o: Tensor[bf16, 3],
+                         lse: Tensor[f32, 2], S: Int32, group: Int32, scale: Float32, D: Constexpr[int],
+                         CAUSAL: Constexpr[bool], STAGES: Constexpr[int]):
+    """`attention_kernel` that also writes each row's log-sum-exp of the scaled scores, in log2
+    units (`lse[h, i] = log2(sum_j exp2(s_ij * scale))`): what the backward pass recomputes P from."""
+    tiles = shared_tiles(D, STAGES)
+    head, q0, kv_tiles = block_rows(S, CAUSAL)
+    if dsl.thread_idx.x // 128 == 0:
+        produce(tiles, tq, tk, tv, head, q0, kv_tiles, group, D, STAGES)
+    else:
+        acc, m, total, row, q = consume(tiles, q0, kv_tiles, scale, D, CAUSAL, STAGES)
+        sums = store_output(o, acc, total, head, row, q, D)
+        if q == 0:
             for h in dsl.static_range(2):
-                pair = dsl.vector(dsl.cast(acc[4 * k + 2 * h] * inv[h], dsl.bf16),
-                                  dsl.cast(acc[4 * k + 2 * h + 1] * inv[h], dsl.bf16))
-                o.vstore((head, row + 8 * h, col), pair)
+                lse[head, row + 8 * h] = m[h] + dsl.log2(sums[h])
 
 
-@dsl.jit
-def attention_hopper(q: Tensor[bf16, 3], k: Tensor[bf16, 3], v: Tensor[bf16, 3], o: Tensor[bf16, 3],
-                     D: Constexpr[int] = 128, CAUSAL: Constexpr[bool] = False):
+def checked_maps(q: Any, k: Any, v: Any, o: Any, D: int) -> Any:
+    """The shapes' checks, the TMA maps of q, k and v, and the softmax scale in log2 units."""
     heads, S, kv_heads = q.shape[0], q.shape[1], k.shape[0]
     assert D == 64 or D == 128, "head_dim must be 64 or 128"
     assert q.shape[2] == D and k.shape[2] == D and v.shape[2] == D and o.shape[2] == D, "q, k, v, o: [BH, S, D]"
@@ -197,7 +248,26 @@ def attention_hopper(q: Tensor[bf16, 3], k: Tensor[bf16, 3], v: Tensor[bf16, 3],
     tk = dsl.tensor_map(k, box=(1, BKV, 64), swizzle=128)
     tv = dsl.tensor_map(v, box=(1, BKV, 64), swizzle=128)
     scale = 1.4426950408889634 / math.sqrt(D)  # softmax scale in log2 units: exp(x) = exp2(x * log2(e))
+    return tq, tk, tv, scale
+
+
+@dsl.jit
+def attention_hopper(q: Tensor[bf16, 3], k: Tensor[bf16, 3], v: Tensor[bf16, 3], o: Tensor[bf16, 3],
+                     D: Constexpr[int] = 128, CAUSAL: Constexpr[bool] = False):
+    tq, tk, tv, scale = checked_maps(q, k, v, o, D)
+    heads, S, kv_heads = q.shape[0], q.shape[1], k.shape[0]
     attention_kernel(tq, tk, tv, o, S, heads // kv_heads, scale, D, CAUSAL, stages_for(D)).launch(
+        grid=(S // BM, heads), block=THREADS)
+
+
+@dsl.jit
+def attention_hopper_lse(q: Tensor[bf16, 3], k: Tensor[bf16, 3], v: Tensor[bf16, 3], o: Tensor[bf16, 3],
+                         lse: Tensor[f32, 2], D: Constexpr[int] = 128, CAUSAL: Constexpr[bool] = False):
+    """`attention_hopper`, also writing `lse` [BH, S]: each row's log2-sum-exp2 of its scaled scores."""
+    tq, tk, tv, scale = checked_maps(q, k, v, o, D)
+    heads, S, kv_heads = q.shape[0], q.shape[1], k.shape[0]
+    assert lse.shape[0] == heads and lse.shape[1] == S, "lse: [BH, S]"
+    attention_lse_kernel(tq, tk, tv, o, lse, S, heads // kv_heads, scale, D, CAUSAL, stages_for(D)).launch(
         grid=(S // BM, heads), block=THREADS)
 
 

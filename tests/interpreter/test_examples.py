@@ -248,5 +248,6 @@ def test_every_example_is_covered():
     covered = {"vector_add", "saxpy", "row_sum", "softmax", "softmax_autotuned", "layernorm", "transpose",
                "matmul_tiled", "linear_search", "gelu_bf16", "fp8_quantize", "matmul_mma", "matmul_int8_mma",
                "gemm_hopper", "attention_hopper", "rmsnorm_rows", "attention_decode", "gemm_small_m",
-               "gemm_batched", "gemm_int8_hopper", "gemm_fp8"}  # gemm_fp8: tests/interpreter/test_gemm_fp8.py
+               "gemm_batched", "gemm_int8_hopper", "gemm_fp8",  # gemm_fp8: tests/interpreter/test_gemm_fp8.py
+               "attention_backward_hopper"}  # tests/interpreter/test_attention_backward.py
     assert {p.stem for p in EXAMPLES.glob("*.py")} - {"reductions"} == covered
