@@ -97,3 +97,23 @@ def test_rmsnorm_forward_and_backward_match_torch_at_a_real_shape(cuda):
         torch.testing.assert_close(y, expected, rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(x.grad, x2.grad, rtol=1e-3, atol=1e-3)
         torch.testing.assert_close(w.grad, w2.grad, rtol=1e-3, atol=5e-2)  # a sum over 2048 rows
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_forward_and_backward_match_sdpa_at_a_real_shape(cuda, causal):
+    """`examples/pytorch/attention_torch.py`: kdsl's forward and backward kernels joined by
+    `register_autograd`, eager and under `torch.compile(fullgraph=True)`, against SDPA's."""
+    torch = cuda
+    import attention_torch
+
+    F = torch.nn.functional
+    q, k, v = (torch.randn(16, 2048, 128, device="cuda").bfloat16().requires_grad_() for _ in range(3))
+    do = torch.randn_like(q)
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    want_grads = torch.autograd.grad(want, (q, k, v), do)
+    for fn in (attention_torch.attention, torch.compile(attention_torch.attention, fullgraph=True)):
+        o = fn(q, k, v, causal)
+        grads = torch.autograd.grad(o, (q, k, v), do)
+        torch.testing.assert_close(o, want, rtol=2e-2, atol=2e-2)
+        for got, expected in zip(grads, want_grads):
+            torch.testing.assert_close(got, expected, rtol=2e-2, atol=3e-2)
