@@ -2,7 +2,8 @@
 
     python benchmarks/attention_backward_suite.py RESULTS_DIR [--quick]
 
-For B=4, H=32 (H=16 at S=16384), S in {1024, 4096, 16384}, head dim 64 and 128, causal and not:
+For B=4, H=32 (H=16 at S=16384), S in {1024, 4096, 16384}, head dim 64 and 128, causal and not,
+and GQA (32 query heads over 8 K/V heads, S=4096, D=128, causal):
 kdsl `examples/attention_backward_hopper.py` (dq, dk, dv from the forward's o and lse, its three
 kernels) against `torch.autograd.grad` of `F.scaled_dot_product_attention` (its FlashAttention /
 cuDNN backward; the forward it records is outside the timed region: the graph is kept). Each
@@ -25,20 +26,22 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 from gpu_suite import bench  # noqa: E402
 
 
-def backward_row(B: int, H: int, S: int, D: int, causal: bool, reps: int) -> dict:
-    """One shape: kdsl's gradients checked against torch's, then both timed."""
+def backward_row(B: int, H: int, S: int, D: int, causal: bool, reps: int, HKV: int | None = None) -> dict:
+    """One shape (HKV K/V heads: GQA): kdsl's gradients checked against torch's, then both timed."""
     import torch
     import torch.nn.functional as F
     from attention_backward_hopper import attention_backward
     from attention_hopper import attention_hopper_lse
 
-    q, k, v, do = (torch.randn(B * H, S, D, device="cuda").bfloat16() for _ in range(4))
+    HKV = HKV or H
+    q, do = (torch.randn(B * H, S, D, device="cuda").bfloat16() for _ in range(2))
+    k, v = (torch.randn(B * HKV, S, D, device="cuda").bfloat16() for _ in range(2))
     o, lse = torch.empty_like(q), torch.empty(B * H, S, device="cuda")
     attention_hopper_lse(q, k, v, o, lse, D, causal)
-    grads = [torch.empty_like(q) for _ in range(3)]
+    grads = [torch.empty_like(t) for t in (q, k, v)]
     delta, dq_acc = torch.empty_like(lse), torch.empty(B * H, S, D, device="cuda")
-    leaves = [t.view(B, H, S, D).detach().requires_grad_() for t in (q, k, v)]
-    out = F.scaled_dot_product_attention(*leaves, is_causal=causal)
+    leaves = [t.view(B, -1, S, D).detach().requires_grad_() for t in (q, k, v)]
+    out = F.scaled_dot_product_attention(*leaves, is_causal=causal, enable_gqa=HKV != H)
     grad_out = do.view(B, H, S, D)
 
     def kdsl() -> None:
@@ -54,7 +57,8 @@ def backward_row(B: int, H: int, S: int, D: int, causal: bool, reps: int) -> dic
     assert max(errors.values()) < 0.1, f"B{B} H{H} S{S} D{D} causal={causal}: {errors}"
     flops = 2.5 * 4 * B * H * S * S * D / (2 if causal else 1)
     times = {"kdsl": bench(kdsl, reps=reps), "torch SDPA": bench(sdpa, reps=reps)}
-    return {"name": f"attention_backward_B{B}_H{H}_S{S}_D{D}{'_causal' if causal else ''}", "ms": times,
+    gqa = f"_HKV{HKV}" if HKV != H else ""
+    return {"name": f"attention_backward_B{B}_H{H}{gqa}_S{S}_D{D}{'_causal' if causal else ''}", "ms": times,
             "tflops": {n: flops / t / 1e9 for n, t in times.items()},
             "kdsl_over_sdpa": times["torch SDPA"] / times["kdsl"], "max_errors": errors}
 
@@ -67,6 +71,8 @@ def main(out_dir: str, quick: bool = False) -> None:
             for causal in (False, True):
                 rows.append(backward_row(B, H, S, D, causal, 5 if quick else 20))
                 print(json.dumps(rows[-1]), flush=True)
+    rows.append(backward_row(4, 32, 4096, 128, True, 5 if quick else 20, HKV=8))  # Llama 3's grouping
+    print(json.dumps(rows[-1]), flush=True)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "attention_backward.json"), "w") as f:
         json.dump({"rows": rows}, f, indent=1)

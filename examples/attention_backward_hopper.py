@@ -11,8 +11,10 @@ P^T = exp2(S^T * scale - lse), dV += P^T dO, dP^T = V dO^T, dS^T = P^T * (dP^T -
 dK += dS^T Q; dS goes through shared memory (stored transposed, K-major) for dQ_i += dS K,
 which is added to the f32 accumulator with atomics. `backward_dq` rounds dQ to bf16.
 
-This first version is not pipelined (one buffer for Q and dO, each product waited for): it is
-the correctness baseline the pipelined one is measured against.
+With fewer K/V heads than query heads (GQA) a block walks the query tiles of each of its K/V
+head's `group` query heads, so dK and dV sum over the group in registers. This first version
+is not pipelined (one buffer for Q and dO, each product waited for): it is the correctness
+baseline the pipelined one is measured against.
 
     python examples/attention_backward_hopper.py  # on an H100 / H200: checks against torch, prints TFLOP/s
 """
@@ -38,7 +40,8 @@ def column_values(t: Any, head: Any, q0: Any, q: Any) -> list[Any]:
 @dsl.kernel(target="sm_90a", known_block_size=[THREADS, 1, 1], minnctapersm=2)  # two blocks per SM
 def backward_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, tdo: dsl.TensorMap,
                     lse: Tensor[f32, 2], delta: Tensor[f32, 2], dq_acc: Tensor[f32, 3], dk: Tensor[bf16, 3],
-                    dv: Tensor[bf16, 3], S: Int32, scale: Float32, D: Constexpr[int], CAUSAL: Constexpr[bool]):
+                    dv: Tensor[bf16, 3], S: Int32, group: Int32, scale: Float32, D: Constexpr[int],
+                    CAUSAL: Constexpr[bool]):
     smem = dsl.SharedAllocator(dynamic=True)
     sk = smem.array(dsl.bf16, (D // 64, BKV, 64), swizzle=128)
     sv = smem.array(dsl.bf16, (D // 64, BKV, 64), swizzle=128)
@@ -48,7 +51,7 @@ def backward_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, tdo
     kv_full = smem.array(dsl.u64, (1,))
     q_full = smem.array(dsl.u64, (1,))
     tid = dsl.thread_idx.x
-    head = dsl.block_idx.y
+    kv_head = dsl.block_idx.y  # its `group` query heads, one after another: their dK and dV add up here
     kv0 = dsl.block_idx.x * BKV
     if tid == 0:
         dsl.mbarrier_init(kv_full, 0, 1)
@@ -58,8 +61,8 @@ def backward_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, tdo
     if tid == 0:
         dsl.mbarrier_expect_tx(kv_full, 0, 2 * BKV * D * 2)
         for c in dsl.static_range(D // 64):
-            dsl.tma_load(sk, (c,), tk, (head, kv0, 64 * c), kv_full, 0)
-            dsl.tma_load(sv, (c,), tv, (head, kv0, 64 * c), kv_full, 0)
+            dsl.tma_load(sk, (c,), tk, (kv_head, kv0, 64 * c), kv_full, 0)
+            dsl.tma_load(sv, (c,), tv, (kv_head, kv0, 64 * c), kv_full, 0)
     warp = tid // 32
     lane = tid % 32
     g = lane // 4
@@ -68,15 +71,17 @@ def backward_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, tdo
     dk_acc = dsl.zeros(dsl.f32, D // 2)
     dv_acc = dsl.zeros(dsl.f32, D // 2)
     first = kv0 // BQ if CAUSAL else 0  # causal: query tiles before the block's first key see none of it
+    steps = S // BQ - first  # query tiles per query head
     dsl.mbarrier_wait(kv_full, 0, 0)
-    for i in range(first, S // BQ):
-        q0 = i * BQ
+    for n in range(group * steps):
+        head = kv_head * group + n // steps  # GQA: query head h reads K/V head h // group
+        q0 = (first + n % steps) * BQ
         if tid == 0:
             dsl.mbarrier_expect_tx(q_full, 0, 2 * BQ * D * 2)
             for c in dsl.static_range(D // 64):
                 dsl.tma_load(sq, (c,), tq, (head, q0, 64 * c), q_full, 0)
                 dsl.tma_load(sdo, (c,), tdo, (head, q0, 64 * c), q_full, 0)
-        dsl.mbarrier_wait(q_full, 0, (i - first) % 2)
+        dsl.mbarrier_wait(q_full, 0, n % 2)
         st = dsl.zeros(dsl.f32, BQ // 2)
         dpt = dsl.zeros(dsl.f32, BQ // 2)
         for c in dsl.static_range(D // 64):
@@ -112,8 +117,8 @@ def backward_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, tdo
     for k in dsl.static_range(D // 2):
         r = kv_row + 8 * (k % 4 // 2)
         col = 8 * (k // 4) + 2 * q + k % 2
-        dk[head, r, col] = dsl.cast(dk_acc[k] * scale_nat(scale), dsl.bf16)
-        dv[head, r, col] = dsl.cast(dv_acc[k], dsl.bf16)
+        dk[kv_head, r, col] = dsl.cast(dk_acc[k] * scale_nat(scale), dsl.bf16)
+        dv[kv_head, r, col] = dsl.cast(dv_acc[k], dsl.bf16)
 
 
 def scale_nat(scale: Any) -> Any:
@@ -153,12 +158,16 @@ def attention_backward(q: Tensor[bf16, 3], k: Tensor[bf16, 3], v: Tensor[bf16, 3
                        dv: Tensor[bf16, 3], delta: Tensor[f32, 2], dq_acc: Tensor[f32, 3], D: Constexpr[int] = 128,
                        CAUSAL: Constexpr[bool] = False):
     """dq, dk, dv of the forward that gave `o` and `lse`; `delta` [BH, S] and `dq_acc` [BH, S, D]
-    (f32) are workspace. One K/V head per query head (no GQA yet)."""
-    heads, S = q.shape[0], q.shape[1]
+    (f32) are workspace. k, v, dk and dv may have fewer heads than q (grouped-query attention, as
+    in `attention_hopper`): each K/V head's gradients sum over its group of query heads."""
+    heads, S, kv_heads = q.shape[0], q.shape[1], k.shape[0]
     assert D == 64 or D == 128, "head_dim must be 64 or 128"
     assert S % BQ == 0 and S % BKV == 0, "seq_len must be a multiple of 64"
-    for t in (k, v, o, do, dq, dk, dv, dq_acc):
-        assert t.shape[0] == heads and t.shape[1] == S and t.shape[2] == D, "all of [BH, S, D]"
+    for t in (q, o, do, dq, dq_acc):
+        assert t.shape[0] == heads and t.shape[1] == S and t.shape[2] == D, "q, o, do, dq, dq_acc: [BH, S, D]"
+    for t in (k, v, dk, dv):
+        assert t.shape[0] == kv_heads and t.shape[1] == S and t.shape[2] == D, "k, v, dk, dv: [BH_kv, S, D]"
+    assert kv_heads > 0 and heads % kv_heads == 0, "q's heads must be a multiple of k's and v's (GQA)"
     assert lse.shape[0] == heads and lse.shape[1] == S and delta.shape[0] == heads and delta.shape[1] == S
     rows = (S // (THREADS // 32), heads)
     backward_prep(o, do, delta, dq_acc, D).launch(grid=rows, block=THREADS)
@@ -167,8 +176,8 @@ def attention_backward(q: Tensor[bf16, 3], k: Tensor[bf16, 3], v: Tensor[bf16, 3
     tv = dsl.tensor_map(v, box=(1, BKV, 64), swizzle=128)
     tdo = dsl.tensor_map(do, box=(1, BQ, 64), swizzle=128)
     scale = LOG2E / math.sqrt(D)  # the forward's scale, in log2 units
-    backward_kernel(tq, tk, tv, tdo, lse, delta, dq_acc, dk, dv, S, scale, D, CAUSAL).launch(
-        grid=(S // BKV, heads), block=THREADS)
+    backward_kernel(tq, tk, tv, tdo, lse, delta, dq_acc, dk, dv, S, heads // kv_heads, scale, D, CAUSAL).launch(
+        grid=(S // BKV, kv_heads), block=THREADS)
     backward_dq(dq_acc, dq, D).launch(grid=rows, block=THREADS)
 
 

@@ -46,8 +46,11 @@ def as_float64(raw: np.ndarray) -> np.ndarray:
 
 
 def reference(q, k, v, do, causal):
-    """o, lse (log2 units) and dq, dk, dv in float64 of the bf16 inputs."""
-    qf, kf, vf, dof = (as_float64(x) for x in (q, k, v, do))
+    """o, lse (log2 units) and dq, dk, dv in float64 of the bf16 inputs; with fewer K/V heads,
+    query head h reads K/V head h // group, and dk, dv sum over each group."""
+    group = q.shape[0] // k.shape[0]
+    qf, dof = as_float64(q), as_float64(do)
+    kf, vf = (np.repeat(as_float64(x), group, axis=0) for x in (k, v))
     D = q.shape[-1]
     s = qf @ kf.transpose(0, 2, 1) / math.sqrt(D)
     if causal:
@@ -63,23 +66,26 @@ def reference(q, k, v, do, causal):
     ds = p * (dp - (dof * o).sum(-1, keepdims=True))
     dq = ds @ kf / math.sqrt(D)
     dk = ds.transpose(0, 2, 1) @ qf / math.sqrt(D)
-    return o, lse, dq, dk, dv
+    summed = [x.reshape(k.shape[0], group, *x.shape[1:]).sum(1) for x in (dk, dv)]
+    return o, lse, dq, summed[0], summed[1]
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_the_gradients_are_the_float64_ones_of_the_same_inputs(examples, causal):
-    """Two heads, 128 rows (two key blocks, two query tiles each: the causal diagonal and the
-    tiles past it), head dim 64; the backward starts from the forward's own o and lse."""
+@pytest.mark.parametrize(("causal", "kv_heads"), [(False, 2), (True, 2), (True, 1)])
+def test_the_gradients_are_the_float64_ones_of_the_same_inputs(examples, causal, kv_heads):
+    """Two heads of 128 rows (two key blocks, two query tiles each: the causal diagonal and the
+    tiles past it), head dim 64; the backward starts from the forward's own o and lse. With one
+    K/V head for both query heads (GQA), its dK and dV are the sums over the two."""
     forward, backward = examples
     H, S, D = 2, 128, 64
-    q, k, v, do = (bf16_values(H, S, D) for _ in range(4))
+    q, do = bf16_values(H, S, D), bf16_values(H, S, D)
+    k, v = bf16_values(kv_heads, S, D), bf16_values(kv_heads, S, D)
     o = np.zeros((H, S, D), np.uint16)
     lse = np.zeros((H, S), np.float32)
     dsl.interpret(forward.attention_hopper_lse, *(bits(x, dsl.bf16) for x in (q, k, v, o)), lse, D=D, CAUSAL=causal)
     want_o, want_lse, want_dq, want_dk, want_dv = reference(q, k, v, do, causal)
     np.testing.assert_allclose(as_float64(o), want_o, rtol=0, atol=1.5e-2)
     np.testing.assert_allclose(lse, want_lse, rtol=0, atol=1e-4)
-    dq, dk, dv = (np.zeros((H, S, D), np.uint16) for _ in range(3))
+    dq, dk, dv = np.zeros((H, S, D), np.uint16), np.zeros(k.shape, np.uint16), np.zeros(v.shape, np.uint16)
     delta, dq_acc = np.zeros((H, S), np.float32), np.zeros((H, S, D), np.float32)
     dsl.interpret(backward.attention_backward, *(bits(x, dsl.bf16) for x in (q, k, v, o, do)), lse,
                   *(bits(x, dsl.bf16) for x in (dq, dk, dv)), delta, dq_acc, D=D, CAUSAL=causal)

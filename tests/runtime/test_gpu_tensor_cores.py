@@ -140,23 +140,24 @@ def test_attention_example_matches_sdpa(torch, head_dim, causal):
 
 
 @pytest.mark.parametrize("head_dim", [64, 128])
-@pytest.mark.parametrize("causal", [False, True])
-def test_attention_backward_example_matches_sdpa_backward(torch, head_dim, causal):
+@pytest.mark.parametrize(("causal", "kv_heads"), [(False, 6), (True, 6), (True, 2)])
+def test_attention_backward_example_matches_sdpa_backward(torch, head_dim, causal, kv_heads):
     """dq, dk, dv of `attention_backward` (from `attention_hopper_lse`'s o and lse) against the
-    float32 SDPA backward of the same bf16 tensors."""
+    float32 SDPA backward of the same bf16 tensors; with 2 K/V heads for 6 query heads, GQA."""
     _hopper(torch)
     import torch.nn.functional as F
     from attention_backward_hopper import attention_backward
     from attention_hopper import attention_hopper_lse
 
-    q, k, v, do = (torch.randn(6, 384, head_dim, device="cuda").bfloat16() for _ in range(4))
+    q, do = (torch.randn(6, 384, head_dim, device="cuda").bfloat16() for _ in range(2))
+    k, v = (torch.randn(kv_heads, 384, head_dim, device="cuda").bfloat16() for _ in range(2))
     o, lse = torch.empty_like(q), torch.empty(6, 384, device="cuda")
     attention_hopper_lse(q, k, v, o, lse, head_dim, causal)
-    grads = [torch.full_like(q, 5.0) for _ in range(3)]
+    grads = [torch.full_like(t, 5.0) for t in (q, k, v)]
     delta, dq_acc = torch.empty_like(lse), torch.empty(6, 384, head_dim, device="cuda")
     attention_backward(q, k, v, o, do, lse, *grads, delta, dq_acc, head_dim, causal)
-    leaves = [t.float().requires_grad_() for t in (q, k, v)]
-    F.scaled_dot_product_attention(*leaves, is_causal=causal).backward(do.float())
+    leaves = [t.float()[None].requires_grad_() for t in (q, k, v)]
+    F.scaled_dot_product_attention(*leaves, is_causal=causal, enable_gqa=True).backward(do.float()[None])
     for got, leaf in zip(grads, leaves):
         assert leaf.grad is not None
-        torch.testing.assert_close(got.float(), leaf.grad, rtol=2e-2, atol=2e-2)
+        torch.testing.assert_close(got.float(), leaf.grad[0], rtol=2e-2, atol=2e-2)
