@@ -13,8 +13,9 @@ which is added to the f32 accumulator with atomics. `backward_dq` rounds dQ to b
 
 With fewer K/V heads than query heads (GQA) a block walks the query tiles of each of its K/V
 head's `group` query heads, so dK and dV sum over the group in registers. This first version
-is not pipelined (one buffer for Q and dO, each product waited for): it is the correctness
-baseline the pipelined one is measured against.
+is not pipelined beyond its loads (each product waited for): it is the correctness
+baseline the pipelined one is measured against; only the Q and dO loads run ahead (`STAGES=2`:
+the next step's tiles load while this one computes; `STAGES=1` for comparison).
 
     python examples/attention_backward_hopper.py  # on an H100 / H200: checks against torch, prints TFLOP/s
 """
@@ -41,21 +42,22 @@ def column_values(t: Any, head: Any, q0: Any, q: Any) -> list[Any]:
 def backward_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, tdo: dsl.TensorMap,
                     lse: Tensor[f32, 2], delta: Tensor[f32, 2], dq_acc: Tensor[f32, 3], dk: Tensor[bf16, 3],
                     dv: Tensor[bf16, 3], S: Int32, group: Int32, scale: Float32, D: Constexpr[int],
-                    CAUSAL: Constexpr[bool]):
+                    CAUSAL: Constexpr[bool], STAGES: Constexpr[int]):
     smem = dsl.SharedAllocator(dynamic=True)
     sk = smem.array(dsl.bf16, (D // 64, BKV, 64), swizzle=128)
     sv = smem.array(dsl.bf16, (D // 64, BKV, 64), swizzle=128)
-    sq = smem.array(dsl.bf16, (D // 64, BQ, 64), swizzle=128)
-    sdo = smem.array(dsl.bf16, (D // 64, BQ, 64), swizzle=128)
+    sq = smem.array(dsl.bf16, (STAGES, D // 64, BQ, 64), swizzle=128)  # a ring of Q and dO tiles
+    sdo = smem.array(dsl.bf16, (STAGES, D // 64, BQ, 64), swizzle=128)
     sds = smem.array(dsl.bf16, (1, BQ, BKV), swizzle=128)  # dS of this step, K-major: the A of dS K
     kv_full = smem.array(dsl.u64, (1,))
-    q_full = smem.array(dsl.u64, (1,))
+    q_full = smem.array(dsl.u64, (STAGES,))
     tid = dsl.thread_idx.x
     kv_head = dsl.block_idx.y  # its `group` query heads, one after another: their dK and dV add up here
     kv0 = dsl.block_idx.x * BKV
     if tid == 0:
         dsl.mbarrier_init(kv_full, 0, 1)
-        dsl.mbarrier_init(q_full, 0, 1)
+        for s in dsl.static_range(STAGES):
+            dsl.mbarrier_init(q_full, s, 1)
         dsl.fence_mbarrier_init()
     dsl.barrier()
     if tid == 0:
@@ -72,22 +74,23 @@ def backward_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, tdo
     dv_acc = dsl.zeros(dsl.f32, D // 2)
     first = kv0 // BQ if CAUSAL else 0  # causal: query tiles before the block's first key see none of it
     steps = S // BQ - first  # query tiles per query head
+    total = group * steps
+    if tid == 0:
+        for n in dsl.static_range(STAGES):  # the first tiles of the ring
+            if n < total:
+                load_step(sq, sdo, q_full, tq, tdo, n, kv_head, group, first, steps, D, STAGES)
     dsl.mbarrier_wait(kv_full, 0, 0)
-    for n in range(group * steps):
+    for n in range(total):
         head = kv_head * group + n // steps  # GQA: query head h reads K/V head h // group
         q0 = (first + n % steps) * BQ
-        if tid == 0:
-            dsl.mbarrier_expect_tx(q_full, 0, 2 * BQ * D * 2)
-            for c in dsl.static_range(D // 64):
-                dsl.tma_load(sq, (c,), tq, (head, q0, 64 * c), q_full, 0)
-                dsl.tma_load(sdo, (c,), tdo, (head, q0, 64 * c), q_full, 0)
-        dsl.mbarrier_wait(q_full, 0, n % 2)
+        stage = n % STAGES
+        dsl.mbarrier_wait(q_full, stage, (n // STAGES) % 2)
         st = dsl.zeros(dsl.f32, BQ // 2)
         dpt = dsl.zeros(dsl.f32, BQ // 2)
         for c in dsl.static_range(D // 64):
-            st = dsl.wgmma(st, sk, (c, 0), sq, (c, 0))  # S^T = K Q^T
+            st = dsl.wgmma(st, sk, (c, 0), sq, (stage, c, 0))  # S^T = K Q^T
         for c in dsl.static_range(D // 64):
-            dpt = dsl.wgmma(dpt, sv, (c, 0), sdo, (c, 0))  # dP^T = V dO^T
+            dpt = dsl.wgmma(dpt, sv, (c, 0), sdo, (stage, c, 0))  # dP^T = V dO^T
         st, dpt = dsl.wgmma_wait((st, dpt))
         rows_lse = column_values(lse, head, q0, q)
         rows_delta = column_values(delta, head, q0, q)
@@ -101,8 +104,8 @@ def backward_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, tdo
         ds = [p[k] * (dpt[k] - rows_delta[k // 4 * 2 + k % 2]) for k in dsl.static_range(BQ // 2)]
         pt = dsl.cast(dsl.vector(*p), dsl.bf16)
         dst = dsl.cast(dsl.vector(*ds), dsl.bf16)
-        dv_acc = dsl.wgmma(dv_acc, pt, None, sdo, (), b_major="n")  # dV += P^T dO
-        dk_acc = dsl.wgmma(dk_acc, dst, None, sq, (), b_major="n")  # dK += dS^T Q
+        dv_acc = dsl.wgmma(dv_acc, pt, None, sdo, (stage,), b_major="n")  # dV += P^T dO
+        dk_acc = dsl.wgmma(dk_acc, dst, None, sq, (stage,), b_major="n")  # dK += dS^T Q
         for k in dsl.static_range(BQ // 2):  # dS, transposed: row = query, column = key
             sds[0, 8 * (k // 4) + 2 * q + k % 2, warp * 16 + g + 8 * (k % 4 // 2)] = dst[k]
         dsl.fence_proxy_async()
@@ -113,12 +116,26 @@ def backward_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, tdo
         for k in dsl.static_range(D // 2):
             where = (head, q_row + 8 * (k % 4 // 2), 8 * (k // 4) + 2 * q + k % 2)
             dsl.atomic_add(dq_acc, where, dq[k] * scale_nat(scale))
-        dsl.barrier()  # every wgmma has read sq, sdo and sds before the next step overwrites them
+        dsl.barrier()  # every wgmma has read this stage and sds before they are written again
+        if tid == 0 and n + STAGES < total:  # the stage just read takes the tile STAGES steps on
+            load_step(sq, sdo, q_full, tq, tdo, n + STAGES, kv_head, group, first, steps, D, STAGES)
     for k in dsl.static_range(D // 2):
         r = kv_row + 8 * (k % 4 // 2)
         col = 8 * (k // 4) + 2 * q + k % 2
         dk[kv_head, r, col] = dsl.cast(dk_acc[k] * scale_nat(scale), dsl.bf16)
         dv[kv_head, r, col] = dsl.cast(dv_acc[k], dsl.bf16)
+
+
+def load_step(sq: Any, sdo: Any, q_full: Any, tq: Any, tdo: Any, n: Any, kv_head: Any, group: Any, first: Any,
+              steps: Any, D: int, STAGES: int) -> None:
+    """TMA loads of step `n`'s Q and dO tiles into ring stage `n % STAGES` (issued by one thread)."""
+    head = kv_head * group + n // steps
+    q0 = (first + n % steps) * BQ
+    stage = n % STAGES
+    dsl.mbarrier_expect_tx(q_full, stage, 2 * BQ * D * 2)
+    for c in dsl.static_range(D // 64):
+        dsl.tma_load(sq, (stage, c), tq, (head, q0, 64 * c), q_full, stage)
+        dsl.tma_load(sdo, (stage, c), tdo, (head, q0, 64 * c), q_full, stage)
 
 
 def scale_nat(scale: Any) -> Any:
@@ -156,7 +173,7 @@ def backward_dq(dq_acc: Tensor[f32, 3], dq: Tensor[bf16, 3], D: Constexpr[int]):
 def attention_backward(q: Tensor[bf16, 3], k: Tensor[bf16, 3], v: Tensor[bf16, 3], o: Tensor[bf16, 3],
                        do: Tensor[bf16, 3], lse: Tensor[f32, 2], dq: Tensor[bf16, 3], dk: Tensor[bf16, 3],
                        dv: Tensor[bf16, 3], delta: Tensor[f32, 2], dq_acc: Tensor[f32, 3], D: Constexpr[int] = 128,
-                       CAUSAL: Constexpr[bool] = False):
+                       CAUSAL: Constexpr[bool] = False, STAGES: Constexpr[int] = 2):
     """dq, dk, dv of the forward that gave `o` and `lse`; `delta` [BH, S] and `dq_acc` [BH, S, D]
     (f32) are workspace. k, v, dk and dv may have fewer heads than q (grouped-query attention, as
     in `attention_hopper`): each K/V head's gradients sum over its group of query heads."""
@@ -176,7 +193,9 @@ def attention_backward(q: Tensor[bf16, 3], k: Tensor[bf16, 3], v: Tensor[bf16, 3
     tv = dsl.tensor_map(v, box=(1, BKV, 64), swizzle=128)
     tdo = dsl.tensor_map(do, box=(1, BQ, 64), swizzle=128)
     scale = LOG2E / math.sqrt(D)  # the forward's scale, in log2 units
-    backward_kernel(tq, tk, tv, tdo, lse, delta, dq_acc, dk, dv, S, heads // kv_heads, scale, D, CAUSAL).launch(
+    assert STAGES in (1, 2), "STAGES: 1 (one Q/dO buffer) or 2 (the next step's tiles load during this one)"
+    backward_kernel(tq, tk, tv, tdo, lse, delta, dq_acc, dk, dv, S, heads // kv_heads, scale, D, CAUSAL,
+                    STAGES).launch(
         grid=(S // BKV, kv_heads), block=THREADS)
     backward_dq(dq_acc, dq, D).launch(grid=rows, block=THREADS)
 
