@@ -3,7 +3,7 @@ bf16, head dim 64 or 128, causal or not, from the forward's output `o` and its r
 log-sum-exps `lse` (`attention_hopper_lse` in `examples/attention_hopper.py`, log2 units).
 
 Three kernels. `backward_prep` computes each row's `delta = sum(dO * O)` (f32) and zeroes the
-f32 dQ accumulator. `backward_kernel` owns 64 key / value rows of one head (one warpgroup): it
+f32 dQ accumulator. `backward_kernel` owns 64 key / value rows of one K/V head (one warpgroup): it
 loads K_j and V_j once, then for each 64-row query tile (from the diagonal on, causal) loads Q_i
 and dO_i with TMA and, with `wgmma`, computes the transposed scores S^T = K Q^T (so P^T is in
 the accumulator layout, and is the A operand of the next products as it stands in registers),
@@ -13,11 +13,11 @@ which is added to the f32 accumulator with atomics. `backward_dq` rounds dQ to b
 
 With fewer K/V heads than query heads (GQA) a block walks the query tiles of each of its K/V
 head's `group` query heads, so dK and dV sum over the group in registers. This first version
-is not pipelined beyond its loads (each product waited for): it is the correctness
-baseline the pipelined one is measured against; only the Q and dO loads run ahead (`STAGES=2`:
-the next step's tiles load while this one computes; `STAGES=1` for comparison).
+overlaps only its loads with its arithmetic (`STAGES=2`: a ring of two Q/dO stages, the next
+step's tiles loading while this one computes; `STAGES=1` for comparison) and waits for each
+product: the correctness baseline that a version overlapping the products is measured against.
 
-    python examples/attention_backward_hopper.py  # on an H100 / H200: checks against torch, prints TFLOP/s
+    python examples/attention_backward_hopper.py  # on an H100 / H200: its errors against torch SDPA's backward
 """
 
 import math
