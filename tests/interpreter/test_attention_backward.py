@@ -70,7 +70,7 @@ def reference(q, k, v, do, causal):
     return o, lse, dq, summed[0], summed[1]
 
 
-@pytest.mark.parametrize(("causal", "kv_heads", "stages"), [(False, 2, 2), (True, 2, 2), (True, 1, 2), (True, 2, 1)])
+@pytest.mark.parametrize(("causal", "kv_heads", "stages"), [(False, 2, 2), (True, 1, 2), (True, 2, 1)])
 def test_the_gradients_are_the_float64_ones_of_the_same_inputs(examples, causal, kv_heads, stages):
     """Two heads of 128 rows (two key blocks, two query tiles each: the causal diagonal and the
     tiles past it), head dim 64; the backward starts from the forward's own o and lse. With one
