@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs the test dependencies and runs every test: ruff, pyright (standard and basic
-# modes) and mypy on examples/, pytest on two workers (GPU tests skip without a GPU), `kdsl lint examples/`,
-# and the VS Code extension's checks.
+# Installs the test dependencies and runs every test: ruff, `kdsl lint examples/`, pytest on two workers
+# (with pyright in standard and basic modes and mypy on examples/; GPU tests skip without a GPU), and the
+# VS Code extension's checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -q -e ".[test]"
 ruff check .
-pyright                                    # examples/ in standard mode ([tool.pyright])
-pyright -p tests/typing/pyright-basic.json # examples/ in basic mode
-mypy                                       # examples/ with dsl.mypy_plugin ([tool.mypy])
+# pyright on examples/ in standard mode ([tool.pyright]) and basic mode (tests/typing/pyright-basic.json), and mypy
+# with dsl.mypy_plugin ([tool.mypy]), run inside pytest (tests/typing/test_examples_typecheck.py), so each runs once;
+# they are installed above, and the typing tests would skip without them, so their absence fails here first
+# (`pyright --version` also sets up pyright's own Node.js package once, before two workers would)
+pyright --version >/dev/null && python -c "import mypy"
 kdsl lint examples/
 python -m pytest -q -n 2  # two workers: the two cores of a CI machine
 if command -v npm >/dev/null 2>&1; then
