@@ -49,21 +49,30 @@ def fold_shuffled_constants(module: Any) -> int:
     return folded
 
 
-def _constant_shuffles(module: Any) -> list[Any]:
+def _kernel_ops(module: Any, keep: Any) -> list[Any]:
+    """The ops of the module's `gpu.module`s for which `keep(op)` holds, in walk order."""
     found: list[Any] = []
 
     def visit(op: Any) -> Any:
-        at = _SHUFFLED.get(op.name)
-        if at is not None and len(op.operands) > at:
-            source = op.operands[at].owner  # an op, or the block of an argument
-            if isinstance(source, (ir.OpView, ir.Operation)) and source.name in _CONSTANTS:
-                found.append(op)
+        if keep(op):
+            found.append(op)
         return ir.WalkResult.ADVANCE
 
     for top in module.body.operations:
         if top.operation.name == "gpu.module":
             top.operation.walk(visit)
     return found
+
+
+def _constant_shuffles(module: Any) -> list[Any]:
+    def shuffles_a_constant(op: Any) -> bool:
+        at = _SHUFFLED.get(op.name)
+        if at is None or len(op.operands) <= at:
+            return False
+        source = op.operands[at].owner  # an op, or the block of an argument
+        return isinstance(source, (ir.OpView, ir.Operation)) and source.name in _CONSTANTS
+
+    return _kernel_ops(module, shuffles_a_constant)
 
 
 def make_bf16_exact(module: Any) -> None:
@@ -283,16 +292,7 @@ def _unsigned_shifts_of_signed(module: Any) -> int:
     back into a shift): the same value, and no signed shift left to fuse. Checked in 13.0's SASS."""
     from dsl.frontend import ops
 
-    shifts: list[Any] = []
-
-    def visit(op: Any) -> Any:
-        if op.name == "arith.shrsi" and str(op.results[0].type) == "i32":
-            shifts.append(op)
-        return ir.WalkResult.ADVANCE
-
-    for top in module.body.operations:
-        if top.operation.name == "gpu.module":
-            top.operation.walk(visit)
+    shifts = _kernel_ops(module, lambda op: op.name == "arith.shrsi" and str(op.results[0].type) == "i32")
     for op in shifts:
         a, k = op.operands
         with ir.InsertionPoint(op), op.location:
