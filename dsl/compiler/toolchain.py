@@ -55,7 +55,10 @@ KNOWN_BAD_PTXAS = {
     (13, 0): "miscompiles 8- and 16-bit integer code: it drops the sign extension after an operation "
              "whose result leaves the 16-bit range (`-x` of an i16 -32768, widened to i64, gave 32768; 13.5 "
              "gives -32768), folds `max(x, 1) == 1` of a u16 the wrong way round, and compares a "
-             "sign-extended i8 as u16 in 32 bits; and it computes `b + ((-a) >> k)` as `b - (a >> k)`",
+             "sign-extended i8 as u16 in 32 bits; it computes `b + ((-a) >> k)` as `b - (a >> k)`; "
+             "and it can hang a warp: a loop counter it keeps in a uniform (warp-wide) register is counted down "
+             "once by each group of lanes that a branch out of a divergent region split, so the last group "
+             "starts at zero and loops about 2**32 times",
 }
 
 
@@ -101,9 +104,9 @@ def ptxas_problem() -> str | None:
     release = ptxas_release(path) if path else None
     if release is None or release not in KNOWN_BAD_PTXAS:
         return None
-    return (f"ptxas {release[0]}.{release[1]} ({path}) {KNOWN_BAD_PTXAS[release]}; kdsl works around it (8- and "
-            f"16-bit integer arithmetic and comparisons are done in 32 bits, signed shifts as unsigned ones): install "
-            f"nvidia-cuda-nvcc>=13.5 or set KDSL_PTXAS to a newer ptxas")
+    return (f"ptxas {release[0]}.{release[1]} ({path}) {KNOWN_BAD_PTXAS[release]}; kdsl works around the "
+            f"miscompiles (8- and 16-bit integer arithmetic and comparisons are done in 32 bits, signed shifts as "
+            f"unsigned ones) but not the hang: install nvidia-cuda-nvcc>=13.5 or set KDSL_PTXAS to a newer ptxas")
 
 
 @functools.cache

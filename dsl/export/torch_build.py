@@ -13,6 +13,12 @@ torch has `libtorch_cuda.so` it is linked, kept with `--no-as-needed` (the strea
 weak reference, and the runner's CUDA model loader registers itself from that library's static
 initializers).
 
+The results share the process's C++ runtime: the `libstdc++.so.6` the running torch loaded is
+named on the link line. A toolchain that links its own libstdc++ statically (a separate GCC
+under `$CXX` did on one machine) gave the library a second, never-initialised copy of the
+stream and locale code, and formatting a `TORCH_CHECK` message crashed the process; a
+library that still does not depend on the shared runtime is refused after linking.
+
 torch is imported here (this path needs it); each build is atomic (a temporary file, then
 `os.replace`) and skipped when the result is newer than its sources.
 """
@@ -22,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +42,7 @@ class TorchFlags:
     cxx11_abi: bool
     cuda: bool  # torch has libtorch_cuda.so
     standard: str  # c++17 or c++20
+    cxx_runtime: str | None = None  # the libstdc++.so.6 this process runs with, linked by path
 
     def compile(self) -> list[str]:
         return [f"-std={self.standard}", "-O2", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={int(self.cxx11_abi)}",
@@ -44,7 +52,8 @@ class TorchFlags:
         # every torch library stays a dependency (a toolchain linking --as-needed by default would
         # drop libtorch.so, which nothing here calls but the packages the runner dlopens need)
         cuda = ["-ltorch_cuda"] if self.cuda else []
-        return [f"-L{self.library_dir}", f"-Wl,-rpath,{self.library_dir}", "-Wl,--no-as-needed", "-lc10",
+        runtime = [self.cxx_runtime] if self.cxx_runtime else []
+        return [f"-L{self.library_dir}", f"-Wl,-rpath,{self.library_dir}", "-Wl,--no-as-needed", *runtime, "-lc10",
                 "-ltorch_cpu", "-ltorch", *cuda, "-Wl,--as-needed", "-ldl", "-lpthread"]
 
 
@@ -63,7 +72,41 @@ def torch_flags() -> TorchFlags:
     version = tuple(int(part) for part in re.findall(r"\d+", torch.__version__)[:2])
     return TorchFlags(tuple(cpp_extension.include_paths()), library_dir, bool(torch._C._GLIBCXX_USE_CXX11_ABI),
                       os.path.exists(os.path.join(library_dir, "libtorch_cuda.so")),
-                      "c++20" if version >= (2, 12) else "c++17")
+                      "c++20" if version >= (2, 12) else "c++17", process_cxx_runtime())
+
+
+def process_cxx_runtime() -> str | None:
+    """The `libstdc++.so.6` mapped into this process (torch's), where /proc says; else None."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return None
+    for line in maps.splitlines():
+        path = line.split(maxsplit=5)[-1] if line.count(" ") >= 5 else ""
+        if os.path.basename(path).startswith("libstdc++.so"):
+            return path
+    return None
+
+
+def needed_libraries(binary: Path) -> list[str]:
+    """The shared libraries `binary` names in its dynamic section (`readelf -d`)."""
+    done = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"readelf -d {binary} failed: {(done.stderr or done.stdout).strip()}")
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", done.stdout)
+
+
+def check_shared_cxx_runtime(binary: Path) -> Path:
+    """`binary`, once it is known to use the shared C++ runtime (see the module docstring); a
+    binary that does not is removed (so the next build, with another compiler, is not skipped)."""
+    if not any(name.startswith("libstdc++.so") for name in needed_libraries(binary)):
+        binary.unlink()
+        compiler = os.environ.get("CXX", "g++")
+        raise RuntimeError(f"{binary} does not load the shared libstdc++ (its dynamic section does not name "
+                           f"libstdc++.so): the C++ compiler {compiler} linked a copy of the C++ runtime into it, "
+                           f"which crashes when it formats an error in a process that runs torch's; build with a "
+                           f"g++ that links libstdc++ dynamically (CXX=g++)")
+    return binary
 
 
 def library_commands(folder: Path, base: str, output: Path, flags: TorchFlags) -> list[list[str]]:
@@ -93,8 +136,8 @@ def build_torch_library(folder: str | os.PathLike) -> Path:
         raise FileNotFoundError(f"{source} is missing: `python -m dsl.torch.cpp_library ... -o {folder}` writes it")
     library = folder / f"lib{base}_torch.so"
     flags = torch_flags()
-    return built_atomically(library, [source, folder / f"{base}.c"],
-                            lambda out: library_commands(folder, base, out, flags))
+    return check_shared_cxx_runtime(built_atomically(library, [source, folder / f"{base}.c"],
+                                                     lambda out: library_commands(folder, base, out, flags)))
 
 
 def build_runner(folder: str | os.PathLike) -> Path:
@@ -105,4 +148,5 @@ def build_runner(folder: str | os.PathLike) -> Path:
     source = write_runner(folder)
     runner = folder / "kdsl_aoti_runner"
     flags = torch_flags()
-    return built_atomically(runner, [source], lambda out: [runner_command(source, out, flags)])
+    built = built_atomically(runner, [source], lambda out: [runner_command(source, out, flags)])
+    return check_shared_cxx_runtime(built)

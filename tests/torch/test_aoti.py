@@ -184,6 +184,25 @@ def test_loaded_in_a_fresh_process_the_library_registers_the_operators_with_thos
     ]
 
 
+def test_the_library_and_runner_share_this_processs_cxx_runtime_and_one_that_does_not_is_refused(
+        torch, library, runner, tmp_path):
+    """A library with its own copy of libstdc++ crashed formatting a TORCH_CHECK message in a process
+    running torch's: the link names the process's libstdc++, and a binary without it is refused."""
+    from dsl.export.torch_build import check_shared_cxx_runtime, needed_libraries, process_cxx_runtime, torch_flags
+
+    runtime = process_cxx_runtime()
+    assert runtime is not None and os.path.basename(runtime).startswith("libstdc++.so"), runtime
+    assert runtime in torch_flags().link()
+    for binary in (library / f"lib{BASE}_torch.so", runner):
+        assert any(name.startswith("libstdc++.so") for name in needed_libraries(binary)), needed_libraries(binary)
+    plain = tmp_path / "libplain.so"  # C only: no C++ runtime at all, as a statically linked one shows
+    (tmp_path / "plain.c").write_text("int plain(int x) { return x + 1; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(plain), str(tmp_path / "plain.c")], check=True)
+    with pytest.raises(RuntimeError, match=r"does not load the shared libstdc\+\+.*CXX=g\+\+"):
+        check_shared_cxx_runtime(plain)
+    assert not plain.exists(), "a refused binary stays behind and the next build would skip it"
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["programs.py::run_fill", "--choose", "CHECK", *FILL_EXAMPLES],
      "run_fill (tests/torch/programs.py:32): Constexpr parameter 'CHECK' is chosen by the entry point (--choose CHECK) "
