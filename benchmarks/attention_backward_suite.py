@@ -44,8 +44,8 @@ def backward_row(B: int, H: int, S: int, D: int, causal: bool, reps: int, HKV: i
     out = F.scaled_dot_product_attention(*leaves, is_causal=causal, enable_gqa=HKV != H)
     grad_out = do.view(B, H, S, D)
 
-    def kdsl(stages: int = 2) -> None:
-        attention_backward(q, k, v, o, do, lse, *grads, delta, dq_acc, D, causal, stages)
+    def kdsl(stages: int = 2, dq_tma: bool = True) -> None:
+        attention_backward(q, k, v, o, do, lse, *grads, delta, dq_acc, D, causal, stages, dq_tma)
 
     def sdpa() -> None:
         torch.autograd.grad(out, leaves, grad_out, retain_graph=True)
@@ -57,7 +57,8 @@ def backward_row(B: int, H: int, S: int, D: int, causal: bool, reps: int, HKV: i
     assert max(errors.values()) < 0.1, f"B{B} H{H} S{S} D{D} causal={causal}: {errors}"
     flops = 2.5 * 4 * B * H * S * S * D / (2 if causal else 1)
     times = {"kdsl": bench(kdsl, reps=reps), "torch SDPA": bench(sdpa, reps=reps),
-             "kdsl STAGES=1": bench(lambda: kdsl(1), reps=reps)}  # the Q/dO ring's worth
+             "kdsl STAGES=1": bench(lambda: kdsl(1), reps=reps),  # the Q/dO ring's worth
+             "kdsl dQ atomics": bench(lambda: kdsl(2, False), reps=reps)}  # the TMA reduction's worth
     gqa = f"_HKV{HKV}" if HKV != H else ""
     return {"name": f"attention_backward_B{B}_H{H}{gqa}_S{S}_D{D}{'_causal' if causal else ''}", "ms": times,
             "tflops": {n: flops / t / 1e9 for n, t in times.items()},

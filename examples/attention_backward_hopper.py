@@ -40,15 +40,16 @@ def column_values(t: Any, head: Any, q0: Any, q: Any) -> list[Any]:
 
 @dsl.kernel(target="sm_90a", known_block_size=[THREADS, 1, 1], minnctapersm=2)  # two blocks per SM
 def backward_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, tdo: dsl.TensorMap,
-                    lse: Tensor[f32, 2], delta: Tensor[f32, 2], dq_acc: Tensor[f32, 3], dk: Tensor[bf16, 3],
-                    dv: Tensor[bf16, 3], S: Int32, group: Int32, scale: Float32, D: Constexpr[int],
-                    CAUSAL: Constexpr[bool], STAGES: Constexpr[int]):
+                    tdq: dsl.TensorMap, lse: Tensor[f32, 2], delta: Tensor[f32, 2], dq_acc: Tensor[f32, 3],
+                    dk: Tensor[bf16, 3], dv: Tensor[bf16, 3], S: Int32, group: Int32, scale: Float32,
+                    D: Constexpr[int], CAUSAL: Constexpr[bool], STAGES: Constexpr[int], DQ_TMA: Constexpr[bool]):
     smem = dsl.SharedAllocator(dynamic=True)
     sk = smem.array(dsl.bf16, (D // 64, BKV, 64), swizzle=128)
     sv = smem.array(dsl.bf16, (D // 64, BKV, 64), swizzle=128)
     sq = smem.array(dsl.bf16, (STAGES, D // 64, BQ, 64), swizzle=128)  # a ring of Q and dO tiles
     sdo = smem.array(dsl.bf16, (STAGES, D // 64, BQ, 64), swizzle=128)
     sds = smem.array(dsl.bf16, (1, BQ, BKV), swizzle=128)  # dS of this step, K-major: the A of dS K
+    sdq = smem.array(dsl.f32, (D // 32 if DQ_TMA else 1, BQ, 32), swizzle=128)  # dQ_i, reduced into dq_acc by TMA
     kv_full = smem.array(dsl.u64, (1,))
     q_full = smem.array(dsl.u64, (STAGES,))
     tid = dsl.thread_idx.x
@@ -108,17 +109,32 @@ def backward_kernel(tq: dsl.TensorMap, tk: dsl.TensorMap, tv: dsl.TensorMap, tdo
         dk_acc = dsl.wgmma(dk_acc, dst, None, sq, (stage,), b_major="n")  # dK += dS^T Q
         for k in dsl.static_range(BQ // 2):  # dS, transposed: row = query, column = key
             sds[0, 8 * (k // 4) + 2 * q + k % 2, warp * 16 + g + 8 * (k % 4 // 2)] = dst[k]
+        if DQ_TMA and tid == 0:
+            dsl.tma_store_wait(0)  # the last step's dQ reduction has read sdq
         dsl.fence_proxy_async()
         dsl.barrier()
         dq = dsl.wgmma(dsl.zeros(dsl.f32, D // 2), sds, (0, 0), sk, (), b_major="n")  # dS K
         dv_acc, dk_acc, dq = dsl.wgmma_wait((dv_acc, dk_acc, dq))
-        q_row = q0 + warp * 16 + g
-        for k in dsl.static_range(D // 2):
-            where = (head, q_row + 8 * (k % 4 // 2), 8 * (k // 4) + 2 * q + k % 2)
-            dsl.atomic_add(dq_acc, where, dq[k] * scale_nat(scale))
+        if DQ_TMA:  # into shared memory, then one TMA reduction per 32 columns
+            for k in dsl.static_range(D // 2):
+                col = 8 * (k // 4) + 2 * q + k % 2
+                sdq[col // 32, warp * 16 + g + 8 * (k % 4 // 2), col % 32] = dq[k] * scale_nat(scale)
+            dsl.fence_proxy_async()
+        else:  # one f32 atomic per element
+            q_row = q0 + warp * 16 + g
+            for k in dsl.static_range(D // 2):
+                where = (head, q_row + 8 * (k % 4 // 2), 8 * (k // 4) + 2 * q + k % 2)
+                dsl.atomic_add(dq_acc, where, dq[k] * scale_nat(scale))
         dsl.barrier()  # every wgmma has read this stage and sds before they are written again
-        if tid == 0 and n + STAGES < total:  # the stage just read takes the tile STAGES steps on
-            load_step(sq, sdo, q_full, tq, tdo, n + STAGES, kv_head, group, first, steps, D, STAGES)
+        if tid == 0:
+            if DQ_TMA:
+                for c in dsl.static_range(D // 32):
+                    dsl.tma_reduce(tdq, (head, q0, 32 * c), sdq, (c,))
+                dsl.tma_store_commit()
+            if n + STAGES < total:  # the stage just read takes the tile STAGES steps on
+                load_step(sq, sdo, q_full, tq, tdo, n + STAGES, kv_head, group, first, steps, D, STAGES)
+    if DQ_TMA and tid == 0:
+        dsl.tma_store_wait(0)  # shared memory stays until the last reduction has read it
     for k in dsl.static_range(D // 2):
         r = kv_row + 8 * (k % 4 // 2)
         col = 8 * (k // 4) + 2 * q + k % 2
@@ -173,10 +189,12 @@ def backward_dq(dq_acc: Tensor[f32, 3], dq: Tensor[bf16, 3], D: Constexpr[int]):
 def attention_backward(q: Tensor[bf16, 3], k: Tensor[bf16, 3], v: Tensor[bf16, 3], o: Tensor[bf16, 3],
                        do: Tensor[bf16, 3], lse: Tensor[f32, 2], dq: Tensor[bf16, 3], dk: Tensor[bf16, 3],
                        dv: Tensor[bf16, 3], delta: Tensor[f32, 2], dq_acc: Tensor[f32, 3], D: Constexpr[int] = 128,
-                       CAUSAL: Constexpr[bool] = False, STAGES: Constexpr[int] = 2):
+                       CAUSAL: Constexpr[bool] = False, STAGES: Constexpr[int] = 0, DQ_TMA: Constexpr[bool] = True):
     """dq, dk, dv of the forward that gave `o` and `lse`; `delta` [BH, S] and `dq_acc` [BH, S, D]
     (f32) are workspace. k, v, dk and dv may have fewer heads than q (grouped-query attention, as
-    in `attention_hopper`): each K/V head's gradients sum over its group of query heads."""
+    in `attention_hopper`): each K/V head's gradients sum over its group of query heads.
+    STAGES (the Q/dO ring) 0: the most that leaves two blocks an SM's shared memory (1 at head
+    dim 128 with DQ_TMA, whose f32 dQ tile takes 32 KB, else 2). DQ_TMA False: dQ by atomics."""
     heads, S, kv_heads = q.shape[0], q.shape[1], k.shape[0]
     assert D == 64 or D == 128, "head_dim must be 64 or 128"
     assert S % BQ == 0 and S % BKV == 0, "seq_len must be a multiple of 64"
@@ -192,10 +210,12 @@ def attention_backward(q: Tensor[bf16, 3], k: Tensor[bf16, 3], v: Tensor[bf16, 3
     tk = dsl.tensor_map(k, box=(1, BKV, 64), swizzle=128)
     tv = dsl.tensor_map(v, box=(1, BKV, 64), swizzle=128)
     tdo = dsl.tensor_map(do, box=(1, BQ, 64), swizzle=128)
+    tdq = dsl.tensor_map(dq_acc, box=(1, BQ, 32), swizzle=128)
     scale = LOG2E / math.sqrt(D)  # the forward's scale, in log2 units
-    assert STAGES in (1, 2), "STAGES: 1 (one Q/dO buffer) or 2 (the next step's tiles load during this one)"
-    backward_kernel(tq, tk, tv, tdo, lse, delta, dq_acc, dk, dv, S, heads // kv_heads, scale, D, CAUSAL,
-                    STAGES).launch(
+    assert STAGES in (0, 1, 2), "STAGES: 1 (one Q/dO buffer), 2 (the next step's tiles load during this one) or 0"
+    stages = STAGES if STAGES else (1 if D == 128 and DQ_TMA else 2)
+    backward_kernel(tq, tk, tv, tdo, tdq, lse, delta, dq_acc, dk, dv, S, heads // kv_heads, scale, D, CAUSAL,
+                    stages, DQ_TMA).launch(
         grid=(S // BKV, kv_heads), block=THREADS)
     backward_dq(dq_acc, dq, D).launch(grid=rows, block=THREADS)
 

@@ -438,6 +438,28 @@ def tma_store(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
         ",".join(["l"] + ["r"] * n + ["r"]), [tmap.ptr, *coords, src])
 
 
+TMA_REDUCTIONS = {"add": ("f32", "i32", "u32"), "min": ("i32", "u32"), "max": ("i32", "u32")}  # op -> map types
+
+
+def tma_reduce(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    got = bind(T.tma_reduce, args, kwargs)
+    _require_cc(tracer, "dsl.tma_reduce", 9, 0)
+    tmap = _tensor_map(got["tmap"], "dsl.tma_reduce")
+    op = got["op"]
+    if not isinstance(op, str) or op not in TMA_REDUCTIONS:
+        raise DSLTypeError(f"dsl.tma_reduce op must be one of {', '.join(map(repr, TMA_REDUCTIONS))}, not {op!r}")
+    if tmap.dtype.name not in TMA_REDUCTIONS[op]:
+        *most, last = TMA_REDUCTIONS[op]
+        raise DSLTypeError(f"dsl.tma_reduce {op!r} takes a tensor map of {', '.join(most)} or {last}, "
+                           f"not of {tmap.dtype.name}")
+    src = _tma_tile(tmap, got["src"], got["src_index"], "dsl.tma_reduce")
+    coords = _tma_coords(tmap, got["coords"], "dsl.tma_reduce")
+    n = len(coords)
+    where = "{" + ", ".join(f"${k + 1}" for k in range(n)) + "}"
+    asm([], f"cp.reduce.async.bulk.tensor.{n}d.global.shared::cta.{op}.tile.bulk_group [$0, {where}], [${n + 1}];",
+        ",".join(["l"] + ["r"] * n + ["r"]), [tmap.ptr, *coords, src])
+
+
 def tma_store_wait(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
     pending = _static_int(bind(T.tma_store_wait, args, kwargs)["pending"], "dsl.tma_store_wait pending")
     _require_cc(tracer, "dsl.tma_store_wait", 9, 0)
@@ -670,6 +692,7 @@ IMPLS: dict[Any, Impl] = {
     T.cluster_barrier: _no_args(T.cluster_barrier, "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;"),
     T.tma_load: tma_load,
     T.tma_store: tma_store,
+    T.tma_reduce: tma_reduce,
     T.tma_store_commit: _no_args(T.tma_store_commit, "cp.async.bulk.commit_group;"),
     T.tma_store_wait: tma_store_wait,
     T.wgmma: wgmma,

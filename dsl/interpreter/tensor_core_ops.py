@@ -13,9 +13,10 @@ specifies (the layouts the examples' epilogues index, checked against the GPU by
   where it races on the GPU (f32 accumulators only: the poison is a NaN payload, so s32
   accumulators are computed exactly but not poisoned; the compiler's DSL305 still refuses an
   early read). `commit_group` and `wait_group` count the groups per lane.
-- TMA tensor loads and stores (`cp.async.bulk.tensor`), with the map's box, bounds (zeros
-  read outside the tensor, nothing written there) and swizzle; a load completes its bytes
-  on its mbarrier at once, a store is done at issue.
+- TMA tensor loads, stores and reductions (`cp.async.bulk.tensor`, `cp.reduce.async.bulk.tensor`),
+  with the map's box, bounds (zeros read outside the tensor, nothing written there) and
+  swizzle; a load completes its bytes on its mbarrier at once, a store or reduction is done
+  at issue.
 - mbarriers (init, arrive, expect_tx, try_wait.parity) and named barriers (`bar.sync`,
   `bar.arrive`), through the block's `scheduling.BlockSync`: kernels that use them run one
   thread per warp. Fences and `setmaxnreg` change nothing the interpreter can observe.
@@ -527,6 +528,10 @@ _TMA_LOAD = re.compile(r"cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global
                        r"(\.multicast::cluster)? \[\$0\], \[\$1, \{[^}]*\}\], \[" + _REG + r"\](?:, \$\d+)?;")
 _TMA_STORE = re.compile(r"cp\.async\.bulk\.tensor\.(\d)d\.global\.shared::cta\.bulk_group \[\$0, \{[^}]*\}\], \["
                         + _REG + r"\];")
+_TMA_REDUCE = re.compile(r"cp\.reduce\.async\.bulk\.tensor\.(\d)d\.global\.shared::cta\.(add|min|max)"
+                         r"\.tile\.bulk_group \[\$0, \{[^}]*\}\], \[" + _REG + r"\];")
+_REDUCE_TYPES = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
+_REDUCE_OPS = {"add": np.add, "min": np.minimum, "max": np.maximum}
 
 
 def _box_elements(tmap: TensorMap, coords: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -556,7 +561,7 @@ def _box_shared(st: Lanes, tmap: TensorMap, start: int, lane: int, what: str,
     return region, base + offsets.reshape(count, tmap.nbytes)
 
 
-def _tma(info: OpInfo, m: re.Match, load: bool) -> Step:
+def _tma(info: OpInfo, m: re.Match, load: bool, reduce: str | None = None) -> Step:
     rank = int(m.group(1))
     multicast = load and m.group(2) is not None
     if load:
@@ -567,7 +572,7 @@ def _tma(info: OpInfo, m: re.Match, load: bool) -> Step:
     else:
         tmap_slot, *coord_slots = info.args[:1 + rank]
         src = info.args[1 + rank]
-    what = "dsl.tma_load" if load else "dsl.tma_store"
+    what = "dsl.tma_load" if load else "dsl.tma_reduce" if reduce else "dsl.tma_store"
 
     def step(st: Lanes) -> None:
         for lane in _each_active(st):
@@ -584,8 +589,16 @@ def _tma(info: OpInfo, m: re.Match, load: bool) -> Step:
             if not load:
                 region, at = _box_shared(st, tmap, shared, lane, what)
                 if not tensor.writable:
-                    raise LaneFault(f"dsl.tma_store into {tensor.name}, which is a read-only array", lane)
-                tensor.data[global_bytes[inside]] = region.data[at[inside]]
+                    raise LaneFault(f"{what} into {tensor.name}, which is a read-only array", lane)
+                if reduce is None:
+                    tensor.data[global_bytes[inside]] = region.data[at[inside]]
+                    continue
+                kind = _REDUCE_TYPES[tmap.dtype]  # the frontend allows these only
+                old = tensor.data[global_bytes[inside]].reshape(-1).view(kind)
+                new = region.data[at[inside]].reshape(-1).view(kind)
+                with np.errstate(over="ignore", invalid="ignore"):  # wraps (ints) and rounds (f32) as the GPU does
+                    tensor.data[global_bytes[inside]] = _REDUCE_OPS[reduce](old, new).astype(kind).view(
+                        np.uint8).reshape(-1, tmap.nbytes)
                 continue
             data = np.zeros((elements.size, tmap.nbytes), dtype=np.uint8)
             data[inside] = tensor.data[global_bytes[inside]]
@@ -669,6 +682,7 @@ HANDLERS: list[tuple[re.Pattern, Callable[[OpInfo, re.Match], Step]]] = [
     (re.compile(r"\{ \.reg \.b32 remote; mapa\.shared::cluster\.u32 remote, \$0, \$1; "
                 r"mbarrier\.arrive\.release\.cluster\.shared::cluster\.b64 _, \[remote\]; \}"), _remote_arrive),
     (_TMA_STORE, lambda info, m: _tma(info, m, load=False)),
+    (_TMA_REDUCE, lambda info, m: _tma(info, m, load=False, reduce=m.group(2))),
 ]
 
 

@@ -218,6 +218,15 @@ def tma_store(tmap: Any, coords: Any, src: Any, src_index: Any) -> None:
     raise _outside("tma_store")
 
 
+def tma_reduce(tmap: Any, coords: Any, src: Any, src_index: Any, op: str = "add") -> None:
+    """Starts a TMA reduction of shared array `src` (from `src_index`) into the box at `coords`
+    of `tmap`: each element of the tensor there becomes `element <op> src`, atomically per
+    element (`op` "add" on f32, i32 or u32 maps; "min" or "max" on i32 or u32 ones). Many
+    blocks may reduce into the same box; out-of-bounds elements are not touched. Completes
+    like `tma_store`: `fence_proxy_async()` first, then `tma_store_commit()` and `tma_store_wait()`."""
+    raise _outside("tma_reduce")
+
+
 def tma_store_commit() -> None:
     """Closes the current group of TMA stores (`cp.async.bulk.commit_group`)."""
     raise _outside("tma_store_commit")

@@ -402,3 +402,37 @@ def run(a: Tensor[bf16, 2], c: Tensor[bf16, 2]):
     assert a.codes() == []
     launcher = a.stage("run", "launcher")
     assert "TENSOR_ACCESS = {'a': (16, 'k.ta', None), 'c': (16, 'k.tc', 'k.tc')}" in launcher
+
+
+REDUCE = HEADER + """
+@dsl.kernel(target="sm_90a")
+def k(ty: dsl.TensorMap):
+    smem = dsl.SharedAllocator(dynamic=True)
+    tile = smem.array(dsl.{dtype}, (32, {cols}), swizzle=128)
+    dsl.fence_proxy_async()
+    dsl.tma_reduce(ty, (0, 0), tile, (), {op!r})
+
+@dsl.jit
+def run(y: Tensor[{dtype}, 2]):
+    k(dsl.tensor_map(y, box=(32, {cols}), swizzle=128)).launch(grid=1, block=128, smem=4096)
+"""
+
+
+def test_a_tma_reduction_writes_its_tensor(analyse):
+    a = analyse(REDUCE.format(dtype="f32", op="add", cols=32))
+    assert a.codes() == []
+    assert "TENSOR_ACCESS = {'y': (16, 'k.ty', 'k.ty')}" in a.stage("run", "launcher")
+    assert "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group" in a.stage("run", "ptx")
+
+
+@pytest.mark.parametrize(("dtype", "op", "message"), [
+    ("f32", "mul", "dsl.tma_reduce op must be one of 'add', 'min', 'max', not 'mul'"),
+    ("f32", "max", "dsl.tma_reduce 'max' takes a tensor map of i32 or u32, not of f32"),
+    ("f16", "add", "dsl.tma_reduce 'add' takes a tensor map of f32, i32 or u32, not of f16"),
+])
+def test_a_tma_reduction_the_hardware_lacks_is_refused_at_its_call(analyse, dtype, op, message):
+    a = analyse(REDUCE.format(dtype=dtype, op=op, cols=128 // (2 if dtype == "f16" else 4)))
+    assert a.codes() == ["DSL301"], [d.format() for d in a.diagnostics]
+    d = a.report.all_diagnostics()[0]
+    assert message in d.message
+    assert d.range.line == a.line_of("dsl.tma_reduce(")

@@ -70,12 +70,14 @@ def reference(q, k, v, do, causal):
     return o, lse, dq, summed[0], summed[1]
 
 
-@pytest.mark.parametrize(("causal", "kv_heads", "stages"), [(False, 2, 2), (True, 1, 2), (True, 2, 1)])
-def test_the_gradients_are_the_float64_ones_of_the_same_inputs(examples, causal, kv_heads, stages):
+@pytest.mark.parametrize(("causal", "kv_heads", "stages", "dq_tma"),
+                         [(False, 2, 2, True), (True, 1, 2, True), (True, 2, 1, False)])
+def test_the_gradients_are_the_float64_ones_of_the_same_inputs(examples, causal, kv_heads, stages, dq_tma):
     """Two heads of 128 rows (two key blocks, two query tiles each: the causal diagonal and the
     tiles past it), head dim 64; the backward starts from the forward's own o and lse. With one
     K/V head for both query heads (GQA), its dK and dV are the sums over the two. `stages`: the
-    Q/dO ring (2: the next step's tiles load during this one; the causal last block has one step)."""
+    Q/dO ring (2: the next step's tiles load during this one; the causal last block has one step).
+    `dq_tma`: dQ reduced into its f32 accumulator by TMA (else by one atomic per element)."""
     forward, backward = examples
     H, S, D = 2, 128, 64
     q, do = bf16_values(H, S, D), bf16_values(H, S, D)
@@ -89,7 +91,8 @@ def test_the_gradients_are_the_float64_ones_of_the_same_inputs(examples, causal,
     dq, dk, dv = np.zeros((H, S, D), np.uint16), np.zeros(k.shape, np.uint16), np.zeros(v.shape, np.uint16)
     delta, dq_acc = np.zeros((H, S), np.float32), np.zeros((H, S, D), np.float32)
     dsl.interpret(backward.attention_backward, *(bits(x, dsl.bf16) for x in (q, k, v, o, do)), lse,
-                  *(bits(x, dsl.bf16) for x in (dq, dk, dv)), delta, dq_acc, D=D, CAUSAL=causal, STAGES=stages)
+                  *(bits(x, dsl.bf16) for x in (dq, dk, dv)), delta, dq_acc, D=D, CAUSAL=causal, STAGES=stages,
+                  DQ_TMA=dq_tma)
     for name, got, want in (("dq", dq, want_dq), ("dk", dk, want_dk), ("dv", dv, want_dv)):
         error = as_float64(got) - want
         relative_rms = np.sqrt((error**2).mean() / (want**2).mean())

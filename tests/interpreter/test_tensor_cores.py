@@ -290,3 +290,20 @@ def test_tma_writes_the_swizzle_that_shared_arrays_index():
     dsl.interpret(run_tma_copy, bits(x, dsl.bf16), bits(y, dsl.bf16), bits(z, dsl.bf16))
     np.testing.assert_array_equal(z, x)
     np.testing.assert_array_equal(y, x)
+
+
+def test_tma_reductions_add_and_take_the_max_of_every_blocks_tile_inside_the_tensor_only():
+    """Four blocks reduce their tiles into one 32 x 32 box that hangs over y's edges: inside,
+    f32 adds up (integer values: exact in any order) and i32 takes the max; outside, nothing."""
+    from tests.runtime.tensor_core_kernels import run_tma_reductions
+
+    xf = RNG.integers(-50, 50, (4, 32, 32)).astype(np.float32)
+    xi = RNG.integers(-1000, 1000, (4, 32, 32)).astype(np.int32)
+    yf = RNG.integers(-50, 50, (48, 40)).astype(np.float32)
+    yi = RNG.integers(-1000, 1000, (48, 40)).astype(np.int32)
+    want_f, want_i = yf.copy(), yi.copy()
+    want_f[24:, 16:] += xf.sum(axis=0)[:24, :24]
+    want_i[24:, 16:] = np.maximum(yi[24:, 16:], xi.max(axis=0)[:24, :24])
+    dsl.interpret(run_tma_reductions, xf, yf, xi, yi, 24, 16)
+    np.testing.assert_array_equal(yf, want_f)
+    np.testing.assert_array_equal(yi, want_i)

@@ -167,6 +167,47 @@ def run_tma_round_trip(x: Tensor[bf16, 3], y: Tensor[bf16, 3], swizzled: Tensor[
     tma_round_trip(tx, ty, swizzled, z0, z1).launch(grid=1, block=128)
 
 
+# ----- TMA reductions: every block adds (or takes the max of) its tile into one box -----------
+
+
+def reduce_tile(tile, x, ty, z0, z1, op):
+    """Block b's (32, 32) slice of x into the swizzled `tile`, then one TMA reduction of it into
+    the box of `ty` at (z0, z1) (128 threads x 8 elements)."""
+    t = dsl.thread_idx.x
+    for k in dsl.static_range(8):
+        e = t * 8 + k
+        tile[e // 32, e % 32] = x[dsl.block_idx.x, e // 32, e % 32]
+    dsl.fence_proxy_async()
+    dsl.barrier()
+    if t == 0:
+        dsl.tma_reduce(ty, (z0, z1), tile, (), op)
+        dsl.tma_store_commit()
+        dsl.tma_store_wait(0)
+
+
+@dsl.kernel
+def tma_add_f32(x: Tensor[f32, 3], ty: dsl.TensorMap, z0: Int32, z1: Int32):
+    smem = dsl.SharedAllocator(dynamic=True)
+    reduce_tile(smem.array(f32, (32, 32), swizzle=128), x, ty, z0, z1, "add")
+
+
+@dsl.kernel
+def tma_max_i32(x: Tensor[i32, 3], ty: dsl.TensorMap, z0: Int32, z1: Int32):
+    smem = dsl.SharedAllocator(dynamic=True)
+    reduce_tile(smem.array(i32, (32, 32), swizzle=128), x, ty, z0, z1, "max")
+
+
+@dsl.jit
+def run_tma_reductions(xf: Tensor[f32, 3], yf: Tensor[f32, 2], xi: Tensor[i32, 3], yi: Tensor[i32, 2],
+                       z0: Int32, z1: Int32):
+    """yf[box] += the sum of xf's blocks and yi[box] = max(yi, xi's blocks), the box at (z0, z1)
+    of 32 x 32 elements (what falls outside y untouched)."""
+    tma_add_f32(xf, dsl.tensor_map(yf, box=(32, 32), swizzle=128), z0, z1).launch(
+        grid=xf.shape[0], block=128, smem=32 * 32 * 4 + 1024)
+    tma_max_i32(xi, dsl.tensor_map(yi, box=(32, 32), swizzle=128), z0, z1).launch(
+        grid=xi.shape[0], block=128, smem=32 * 32 * 4 + 1024)
+
+
 # ----- wgmma with A in registers and an N-major B -------------------------------------------
 
 

@@ -87,6 +87,20 @@ def test_tma_3d_box_round_trip_and_the_swizzle_reads_as_the_plain_array(torch):
     assert not y.any()  # and nothing else
 
 
+def test_tma_reductions_from_many_blocks_into_a_box_over_the_edge(torch):
+    _hopper(torch)
+    xf = torch.randint(-50, 50, (64, 32, 32), device="cuda").float()  # integers: exact in any order
+    xi = torch.randint(-1000, 1000, (64, 32, 32), device="cuda", dtype=torch.int32)
+    yf = torch.randint(-50, 50, (48, 40), device="cuda").float()
+    yi = torch.randint(-1000, 1000, (48, 40), device="cuda", dtype=torch.int32)
+    want_f, want_i = yf.clone(), yi.clone()
+    want_f[24:, 16:] += xf.sum(0)[:24, :24]
+    want_i[24:, 16:] = torch.maximum(yi[24:, 16:], xi.amax(0)[:24, :24])
+    K.run_tma_reductions(xf, yf, xi, yi, 24, 16)
+    assert torch.equal(yf, want_f)
+    assert torch.equal(yi, want_i)
+
+
 @pytest.mark.parametrize("shape", [(256, 256, 128), (512, 384, 96)])
 def test_mma_sync_gemm_example_matches_torch(torch, shape):
     from matmul_mma import matmul_mma
@@ -140,10 +154,11 @@ def test_attention_example_matches_sdpa(torch, head_dim, causal):
 
 
 @pytest.mark.parametrize("head_dim", [64, 128])
-@pytest.mark.parametrize(("causal", "kv_heads"), [(False, 6), (True, 6), (True, 2)])
-def test_attention_backward_example_matches_sdpa_backward(torch, head_dim, causal, kv_heads):
+@pytest.mark.parametrize(("causal", "kv_heads", "dq_tma"), [(False, 6, True), (True, 6, False), (True, 2, True)])
+def test_attention_backward_example_matches_sdpa_backward(torch, head_dim, causal, kv_heads, dq_tma):
     """dq, dk, dv of `attention_backward` (from `attention_hopper_lse`'s o and lse) against the
-    float32 SDPA backward of the same bf16 tensors; with 2 K/V heads for 6 query heads, GQA."""
+    float32 SDPA backward of the same bf16 tensors; with 2 K/V heads for 6 query heads, GQA;
+    dQ reduced by TMA or (dq_tma False) by atomics."""
     _hopper(torch)
     import torch.nn.functional as F
     from attention_backward_hopper import attention_backward
@@ -155,7 +170,7 @@ def test_attention_backward_example_matches_sdpa_backward(torch, head_dim, causa
     attention_hopper_lse(q, k, v, o, lse, head_dim, causal)
     grads = [torch.full_like(t, 5.0) for t in (q, k, v)]
     delta, dq_acc = torch.empty_like(lse), torch.empty(6, 384, head_dim, device="cuda")
-    attention_backward(q, k, v, o, do, lse, *grads, delta, dq_acc, head_dim, causal)
+    attention_backward(q, k, v, o, do, lse, *grads, delta, dq_acc, head_dim, causal, DQ_TMA=dq_tma)
     leaves = [t.float()[None].requires_grad_() for t in (q, k, v)]
     F.scaled_dot_product_attention(*leaves, is_causal=causal, enable_gqa=True).backward(do.float()[None])
     for got, leaf in zip(grads, leaves):
