@@ -260,11 +260,11 @@ def _compile_functions(namespace: dict[str, Any], path: str, report: ModuleRepor
             compiles = [start_compile(fn, args, kwargs, target, until=until, example_range=ex_range,
                                       options=options) for args, kwargs, ex_range in examples]
         started.append(_Started(name, "jit", src.file.def_name_range(src.node), compiles, _facts_in(facts, path)))
-        traced = next((c for c in compiles if not any(d.is_error for d in c.diagnostics)), None)
-        if traced is None:
+        traced = [c for c in compiles if not any(d.is_error for d in c.diagnostics)]
+        if not traced:
             launched_by_failed_jit |= _launched_names(src.node)
-        else:
-            for launch in traced.launches:
+        for compiled in traced:  # every example's launches: a Constexpr may pick the kernel
+            for launch in compiled.launches:
                 kernel = namespace.get(launch.kernel.source_name)
                 if id(kernel) not in used_specs:
                     used_specs[id(kernel)] = (tuple(launch.kernel.params), launch.kernel.block)

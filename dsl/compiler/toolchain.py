@@ -175,6 +175,7 @@ _PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) b
 _USED = re.compile(r"Used (\d+) registers(?:, used \d+ barriers)?(?:, (\d+) bytes smem)?")
 
 
+_PROPS_FOR = re.compile(r"Function properties for ([^'\s:]+)\s*$")  # a kernel, or a device function it calls
 # The CUDA driver's PTX compiler logs one line per kernel instead, without spill figures.
 _DRIVER_FUNC = re.compile(r"Function properties for '([^']+)'")
 _DRIVER_USED = re.compile(r"used (\d+) registers, used \d+ barriers, (\d+) stack, (\d+) bytes smem")
@@ -187,6 +188,8 @@ def parse_ptxas_info(text: str) -> dict[str, Resources]:
     for line in text.splitlines():
         if m := _FUNC.search(line) or _DRIVER_FUNC.search(line):
             current = out.setdefault(m.group(1), Resources())
+        elif m := _PROPS_FOR.search(line):  # a device function's own figures (`__nv_exp2f`) are not the kernel's
+            current = out.get(m.group(1))
         elif current is not None and (m := _PROPS.search(line)):
             current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
         elif current is not None and (m := _USED.search(line)):

@@ -109,6 +109,29 @@ def check_shared_cxx_runtime(binary: Path) -> Path:
     return binary
 
 
+def check_package_runtime(package: str | os.PathLike) -> Path:
+    """`package` (an AOTInductor `.pt2`), once each shared library in it is known to load the
+    shared libstdc++: Inductor compiles the model's library with `$CXX` too, and one that linked
+    its own C++ runtime crashed torch's `aoti_load_package` (a segmentation fault, no message)."""
+    import tempfile
+    import zipfile
+
+    package = Path(package)
+    with zipfile.ZipFile(package) as archive, tempfile.TemporaryDirectory(prefix="kdsl-pt2-") as tmp:
+        for name in archive.namelist():
+            if not name.endswith(".so"):
+                continue
+            extracted = Path(tmp) / Path(name).name
+            extracted.write_bytes(archive.read(name))
+            if not any(lib.startswith("libstdc++.so") for lib in needed_libraries(extracted)):
+                compiler = os.environ.get("CXX", "g++")
+                raise RuntimeError(f"{package}: its {name} does not load the shared libstdc++: the C++ compiler "
+                                   f"{compiler} that AOTInductor used linked a copy of the C++ runtime into it, and "
+                                   f"loading the package would crash; compile the package with a g++ that links "
+                                   f"libstdc++ dynamically (CXX=g++)")
+    return package
+
+
 def library_commands(folder: Path, base: str, output: Path, flags: TorchFlags) -> list[list[str]]:
     """The two steps of `libNAME_torch.so`: NAME.c as C, then NAME_torch.cpp with it."""
     obj = Path(f"{output}.o")

@@ -107,6 +107,31 @@ def run(x, n: Int32):
     assert fix.edits[0].new_text.startswith("dsl.jit(examples=[(dsl.TensorSpec(dsl.f32")
 
 
+def test_a_kernel_only_a_later_example_launches_compiles_with_that_examples_specialization(analyse):
+    """A Constexpr of the jit picks the kernel (attention_backward's head dim does): each example's
+    launches specialize the kernels they reach, not only the first example's."""
+    a = analyse(HEADER + """
+@dsl.kernel
+def small(x: Tensor, n: Int32):
+    x[dsl.thread_idx.x] = 1.0
+
+@dsl.kernel
+def large(x: Tensor, n: Int32):
+    x[dsl.thread_idx.x] = 2.0
+
+@dsl.jit(examples=[{"WIDE": False}, {"WIDE": True}])
+def run(x: Tensor[f32, 1], WIDE: Constexpr[bool] = False):
+    if WIDE:
+        large(x, x.shape[0]).launch(grid=1, block=64)
+    else:
+        small(x, x.shape[0]).launch(grid=1, block=32)
+""")
+    assert a.codes() == [], [d.format() for d in a.diagnostics]
+    for name in ("small", "large"):
+        fn = a.report.function(name)
+        assert fn is not None and not fn.diagnostics
+
+
 @pytest.mark.parametrize("value, message", [
     ("[128, 1]", "known_block_size must have exactly 3 elements (x, y, z), got 2"),
     ("[128, 0, 1]", "known_block_size[1] must be positive, got 0"),
@@ -415,3 +440,21 @@ def test_resources_read_from_ptxas_and_from_the_drivers_jit_log():
     assert (from_ptxas.spill_stores, from_ptxas.spill_loads) == (8, 4)
     assert (from_driver.registers, from_driver.static_smem, from_driver.stack_bytes) == (38, 1152, 16)
     assert (from_driver.spill_stores, from_driver.spill_loads) == (0, 0)
+
+
+def test_a_device_functions_figures_after_a_kernels_do_not_replace_them():
+    """ptxas lists the properties of a device function the kernel calls (`__nv_exp2f`) after the
+    kernel's own: its zero spills had hidden a kernel's 236 bytes (and its DSL501)."""
+    from dsl.compiler.toolchain import parse_ptxas_info
+
+    log = ("ptxas info    : Compiling entry function 'backward_kernel_ws' for 'sm_90a'\n"
+           "ptxas info    : Function properties for backward_kernel_ws\n"
+           "    232 bytes stack frame, 236 bytes spill stores, 228 bytes spill loads\n"
+           "ptxas info    : Used 168 registers, used 16 barriers, 232 bytes cumulative stack size\n"
+           "ptxas info    : Compile time = 663.145 ms\n"
+           "ptxas info    : Function properties for __nv_exp2f\n"
+           "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n")
+    found = parse_ptxas_info(log)
+    assert list(found) == ["backward_kernel_ws"]
+    kernel = found["backward_kernel_ws"]
+    assert (kernel.registers, kernel.stack_bytes, kernel.spill_stores, kernel.spill_loads) == (168, 232, 236, 228)

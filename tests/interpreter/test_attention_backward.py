@@ -70,16 +70,17 @@ def reference(q, k, v, do, causal):
     return o, lse, dq, summed[0], summed[1]
 
 
-@pytest.mark.parametrize(("causal", "kv_heads", "stages", "dq_tma"),
-                         [(False, 2, 2, True), (True, 1, 2, True), (True, 2, 1, False)])
-def test_the_gradients_are_the_float64_ones_of_the_same_inputs(examples, causal, kv_heads, stages, dq_tma):
-    """Two heads of 128 rows (two key blocks, two query tiles each: the causal diagonal and the
-    tiles past it), head dim 64; the backward starts from the forward's own o and lse. With one
-    K/V head for both query heads (GQA), its dK and dV are the sums over the two. `stages`: the
-    Q/dO ring (2: the next step's tiles load during this one; the causal last block has one step).
-    `dq_tma`: dQ reduced into its f32 accumulator by TMA (else by one atomic per element)."""
+@pytest.mark.parametrize(("causal", "kv_heads", "stages", "consumers", "head_dim"),
+                         [(False, 2, 2, 2, 64), (True, 1, 2, 2, 128), (True, 2, 1, 1, 64)])
+def test_the_gradients_are_the_float64_ones_of_the_same_inputs(examples, causal, kv_heads, stages, consumers,
+                                                               head_dim):
+    """Two heads of 128 rows (one block of 128 keys with two consumer warpgroups, or two of 64
+    with one; two query tiles each: the causal diagonal and the tiles past it). With one K/V
+    head for both query heads (GQA), its dK and dV are the sums over the two. `stages`: the Q/dO
+    ring (2: the next step's tiles load during this one). Head dim 128 has each consumer compute
+    half of dQ's columns from both consumers' dS; 64, its keys' part of all of them."""
     forward, backward = examples
-    H, S, D = 2, 128, 64
+    H, S, D = 2, 128, head_dim
     q, do = bf16_values(H, S, D), bf16_values(H, S, D)
     k, v = bf16_values(kv_heads, S, D), bf16_values(kv_heads, S, D)
     o = np.zeros((H, S, D), np.uint16)
@@ -92,7 +93,7 @@ def test_the_gradients_are_the_float64_ones_of_the_same_inputs(examples, causal,
     delta, dq_acc = np.zeros((H, S), np.float32), np.zeros((H, S, D), np.float32)
     dsl.interpret(backward.attention_backward, *(bits(x, dsl.bf16) for x in (q, k, v, o, do)), lse,
                   *(bits(x, dsl.bf16) for x in (dq, dk, dv)), delta, dq_acc, D=D, CAUSAL=causal, STAGES=stages,
-                  DQ_TMA=dq_tma)
+                  CONSUMERS=consumers)
     for name, got, want in (("dq", dq, want_dq), ("dk", dk, want_dk), ("dv", dv, want_dv)):
         error = as_float64(got) - want
         relative_rms = np.sqrt((error**2).mean() / (want**2).mean())

@@ -307,3 +307,30 @@ def test_tma_reductions_add_and_take_the_max_of_every_blocks_tile_inside_the_ten
     dsl.interpret(run_tma_reductions, xf, yf, xi, yi, 24, 16)
     np.testing.assert_array_equal(yf, want_f)
     np.testing.assert_array_equal(yi, want_i)
+
+
+@dsl.kernel(target="sm_90")
+def arrive_twice(tx: dsl.TensorMap):
+    smem = dsl.SharedAllocator(dynamic=True)
+    tile = smem.array(f32, (32, 32), swizzle=128)
+    bar = smem.array(dsl.u64, (1,))
+    if dsl.thread_idx.x == 0:
+        dsl.mbarrier_init(bar, 0, 1)
+        dsl.fence_mbarrier_init()
+        dsl.mbarrier_expect_tx(bar, 0, 2048)  # each one arrives: two arrivals on a barrier of count 1
+        dsl.mbarrier_expect_tx(bar, 0, 2048)
+        dsl.tma_load(tile, (), tx, (0, 0), bar, 0)
+    dsl.mbarrier_wait(bar, 0, 0)
+
+
+@dsl.jit
+def run_arrive_twice(x: Tensor[f32, 2]):
+    arrive_twice(dsl.tensor_map(x, box=(32, 32), swizzle=128)).launch(grid=1, block=32, smem=32 * 32 * 4 + 1024)
+
+
+def test_a_second_arrival_in_a_phase_that_has_had_its_count_is_refused():
+    """On the GPU the second `mbarrier_expect_tx` of a count-1 barrier, while its phase waits for
+    the TMA's bytes, is an arrival the phase has no room for (a kernel faulted): refused, named."""
+    with pytest.raises(LaunchError, match=r"an arrival on an mbarrier of count 1 whose phase has had all its arrivals "
+                                          r"\(it waits for 2048 transaction bytes\)"):
+        dsl.interpret(run_arrive_twice, np.zeros((32, 32), dtype=np.float32))

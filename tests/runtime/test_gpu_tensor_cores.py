@@ -154,11 +154,11 @@ def test_attention_example_matches_sdpa(torch, head_dim, causal):
 
 
 @pytest.mark.parametrize("head_dim", [64, 128])
-@pytest.mark.parametrize(("causal", "kv_heads", "dq_tma"), [(False, 6, True), (True, 6, False), (True, 2, True)])
-def test_attention_backward_example_matches_sdpa_backward(torch, head_dim, causal, kv_heads, dq_tma):
+@pytest.mark.parametrize(("causal", "kv_heads", "consumers"), [(False, 6, 0), (True, 6, 1), (True, 2, 2)])
+def test_attention_backward_example_matches_sdpa_backward(torch, head_dim, causal, kv_heads, consumers):
     """dq, dk, dv of `attention_backward` (from `attention_hopper_lse`'s o and lse) against the
     float32 SDPA backward of the same bf16 tensors; with 2 K/V heads for 6 query heads, GQA;
-    dQ reduced by TMA or (dq_tma False) by atomics."""
+    both kernels (one warpgroup, two consumers) at both head dims, and the default choice."""
     _hopper(torch)
     import torch.nn.functional as F
     from attention_backward_hopper import attention_backward
@@ -170,7 +170,7 @@ def test_attention_backward_example_matches_sdpa_backward(torch, head_dim, causa
     attention_hopper_lse(q, k, v, o, lse, head_dim, causal)
     grads = [torch.full_like(t, 5.0) for t in (q, k, v)]
     delta, dq_acc = torch.empty_like(lse), torch.empty(6, 384, head_dim, device="cuda")
-    attention_backward(q, k, v, o, do, lse, *grads, delta, dq_acc, head_dim, causal, DQ_TMA=dq_tma)
+    attention_backward(q, k, v, o, do, lse, *grads, delta, dq_acc, head_dim, causal, consumers)
     leaves = [t.float()[None].requires_grad_() for t in (q, k, v)]
     F.scaled_dot_product_attention(*leaves, is_causal=causal, enable_gqa=True).backward(do.float()[None])
     for got, leaf in zip(grads, leaves):

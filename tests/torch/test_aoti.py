@@ -203,6 +203,28 @@ def test_the_library_and_runner_share_this_processs_cxx_runtime_and_one_that_doe
     assert not plain.exists(), "a refused binary stays behind and the next build would skip it"
 
 
+def test_a_package_whose_library_lacks_the_shared_cxx_runtime_is_refused_before_loading(tmp_path):
+    """AOTInductor builds the model's library with `$CXX`; one with its own libstdc++ crashed
+    `aoti_load_package` with no message: `check_package_runtime` names it first."""
+    from dsl.export.torch_build import check_package_runtime
+
+    (tmp_path / "model.c").write_text("int model(int x) { return x; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "model.so"), str(tmp_path / "model.c")],
+                   check=True)
+    package = tmp_path / "model.pt2"
+    with zipfile.ZipFile(package, "w") as archive:
+        archive.write(tmp_path / "model.so", "model/data/aotinductor/model/model.so")
+        archive.writestr("model/data/aotinductor/model/model.json", "{}")
+    with pytest.raises(RuntimeError, match=r"model\.so does not load the shared libstdc\+\+.*CXX=g\+\+"):
+        check_package_runtime(package)
+    (tmp_path / "model.cpp").write_text("#include <string>\nstd::string model() { return std::to_string(1); }\n")
+    subprocess.run(["g++", "-shared", "-fPIC", "-o", str(tmp_path / "model.so"), str(tmp_path / "model.cpp")],
+                   check=True)
+    with zipfile.ZipFile(package, "w") as archive:
+        archive.write(tmp_path / "model.so", "model/data/aotinductor/model/model.so")
+    assert check_package_runtime(package) == package  # this machine's g++: the shared runtime
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["programs.py::run_fill", "--choose", "CHECK", *FILL_EXAMPLES],
      "run_fill (tests/torch/programs.py:32): Constexpr parameter 'CHECK' is chosen by the entry point (--choose CHECK) "
@@ -258,7 +280,9 @@ def _package(torch, model, inputs, path: Path) -> Path:
         texts = [archive.read(n).decode(errors="replace") for n in archive.namelist() if n.endswith(".json")]
     for name in OPERATORS:  # the package calls each kdsl operator through the proxy executor, by name
         assert any(f'"kdsl::{name}"' in text for text in texts), f"the package does not name kdsl::{name}"
-    return Path(package)
+    from dsl.export.torch_build import check_package_runtime
+
+    return check_package_runtime(package)  # a clear error where loading it would crash
 
 
 def test_a_cpu_package_names_the_operators_runs_as_eager_and_reaches_them_in_cpp(torch, library, runner, tmp_path):
