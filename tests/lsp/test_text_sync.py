@@ -8,6 +8,7 @@ written separately from `lsp.text_model` so the two can disagree.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import statistics
@@ -231,6 +232,20 @@ _counter = iter(range(10**9))
 
 
 _EXAMPLES = int(os.environ.get("KDSL_RANDOM_EDITS", "30"))  # more: a longer hunt
+HANDLER_FAILED = re.compile(r"\S+ failed: \w+(Error|Exception)\b")  # "textDocument/codeLens failed: AttributeError"
+
+
+def test_the_hunt_sees_a_handler_that_failed_inside_and_was_answered(caplog):
+    """`guarded` answers None and logs one line, no traceback: that line is what the random
+    operations below must never leave (the issue's codeLens AttributeError was such a line)."""
+    from lsp.server import guarded
+
+    def lens(*_: object) -> None:
+        raise AttributeError("'NoneType' object has no attribute 'functions'")
+
+    with caplog.at_level(logging.ERROR):
+        assert guarded("textDocument/codeLens", lens)() is None
+    assert HANDLER_FAILED.search(caplog.text), caplog.text
 
 
 @settings(max_examples=_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -286,3 +301,5 @@ def _random_session(server, initial: str, operations: list) -> None:
     # (the dropped notifications with negative positions are logged too: the client's mistake)
     for sign in ("Traceback", "Task was destroyed but it is pending", "Failed to handle", "Exception"):
         assert sign not in server.stderr, server.stderr[-3000:]
+    handled = HANDLER_FAILED.search(server.stderr)  # `lsp.server.guarded`'s one line for a handler that raised
+    assert handled is None, server.stderr[max(0, handled.start() - 2000):handled.end() + 500]
