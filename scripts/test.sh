@@ -12,7 +12,10 @@ ruff check .
 # (`pyright --version` also sets up pyright's own Node.js package once, before two workers would)
 pyright --version >/dev/null && python -c "import mypy"
 kdsl lint examples/
-python -m pytest -q -n 2  # two workers: the two cores of a CI machine
+# two workers (the two cores of a CI machine) that take tests from each other's queue as they
+# free up: the long tests (typing checks, AOTInductor packages, exports) no longer end the run on
+# one worker while the other idles (524 s against 587 s with the default scheduling, same machine)
+python -m pytest -q -n 2 --dist worksteal
 if command -v npm >/dev/null 2>&1; then
   (cd vscode-extension && npm ci --no-audit --no-fund && npm run typecheck && npm test && npx --no-install vsce package --out /tmp/kdsl-ci.vsix)
 else
