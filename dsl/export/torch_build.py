@@ -96,16 +96,24 @@ def needed_libraries(binary: Path) -> list[str]:
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", done.stdout)
 
 
+def loads_shared_cxx_runtime(binary: Path) -> bool:
+    """Whether `binary`'s dynamic section names the shared libstdc++ (see the module docstring)."""
+    return any(name.startswith("libstdc++.so") for name in needed_libraries(binary))
+
+
+def _own_runtime(what: str, outcome: str) -> str:
+    """The message for a binary that `$CXX` linked its own copy of the C++ runtime into."""
+    return (f"{what} does not load the shared libstdc++: the C++ compiler {os.environ.get('CXX', 'g++')} linked a "
+            f"copy of the C++ runtime into it, {outcome}; build with a g++ that links libstdc++ dynamically (CXX=g++)")
+
+
 def check_shared_cxx_runtime(binary: Path) -> Path:
-    """`binary`, once it is known to use the shared C++ runtime (see the module docstring); a
-    binary that does not is removed (so the next build, with another compiler, is not skipped)."""
-    if not any(name.startswith("libstdc++.so") for name in needed_libraries(binary)):
+    """`binary`, once it is known to use the shared C++ runtime; a binary that does not is
+    removed (so the next build, with another compiler, is not skipped)."""
+    if not loads_shared_cxx_runtime(binary):
         binary.unlink()
-        compiler = os.environ.get("CXX", "g++")
-        raise RuntimeError(f"{binary} does not load the shared libstdc++ (its dynamic section does not name "
-                           f"libstdc++.so): the C++ compiler {compiler} linked a copy of the C++ runtime into it, "
-                           f"which crashes when it formats an error in a process that runs torch's; build with a "
-                           f"g++ that links libstdc++ dynamically (CXX=g++)")
+        raise RuntimeError(_own_runtime(str(binary), "which crashes when it formats an error in a process that runs "
+                                                     "torch's"))
     return binary
 
 
@@ -123,12 +131,8 @@ def check_package_runtime(package: str | os.PathLike) -> Path:
                 continue
             extracted = Path(tmp) / Path(name).name
             extracted.write_bytes(archive.read(name))
-            if not any(lib.startswith("libstdc++.so") for lib in needed_libraries(extracted)):
-                compiler = os.environ.get("CXX", "g++")
-                raise RuntimeError(f"{package}: its {name} does not load the shared libstdc++: the C++ compiler "
-                                   f"{compiler} that AOTInductor used linked a copy of the C++ runtime into it, and "
-                                   f"loading the package would crash; compile the package with a g++ that links "
-                                   f"libstdc++ dynamically (CXX=g++)")
+            if not loads_shared_cxx_runtime(extracted):
+                raise RuntimeError(_own_runtime(f"{package}: its {name}", "and loading the package would crash"))
     return package
 
 

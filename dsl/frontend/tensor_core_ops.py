@@ -430,12 +430,17 @@ def tma_store(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
     got = bind(T.tma_store, args, kwargs)
     _require_cc(tracer, "dsl.tma_store", 9, 0)
     tmap = _tensor_map(got["tmap"], "dsl.tma_store")
-    src = _tma_tile(tmap, got["src"], got["src_index"], "dsl.tma_store")
-    coords = _tma_coords(tmap, got["coords"], "dsl.tma_store")
+    _bulk_from_shared(tmap, got, "dsl.tma_store", "cp.async.bulk.tensor.{n}d.global.shared::cta.bulk_group")
+
+
+def _bulk_from_shared(tmap: Any, got: dict[str, Any], what: str, instruction: str) -> None:
+    """A bulk tensor copy (`instruction`, `{n}` its rank) of `got`'s shared `src` tile to `coords`."""
+    src = _tma_tile(tmap, got["src"], got["src_index"], what)
+    coords = _tma_coords(tmap, got["coords"], what)
     n = len(coords)
     where = "{" + ", ".join(f"${k + 1}" for k in range(n)) + "}"
-    asm([], f"cp.async.bulk.tensor.{n}d.global.shared::cta.bulk_group [$0, {where}], [${n + 1}];",
-        ",".join(["l"] + ["r"] * n + ["r"]), [tmap.ptr, *coords, src])
+    asm([], f"{instruction.format(n=n)} [$0, {where}], [${n + 1}];", ",".join(["l"] + ["r"] * n + ["r"]),
+        [tmap.ptr, *coords, src])
 
 
 TMA_REDUCTIONS = {"add": ("f32", "i32", "u32"), "min": ("i32", "u32"), "max": ("i32", "u32")}  # op -> map types
@@ -452,12 +457,8 @@ def tma_reduce(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
         *most, last = TMA_REDUCTIONS[op]
         raise DSLTypeError(f"dsl.tma_reduce {op!r} takes a tensor map of {', '.join(most)} or {last}, "
                            f"not of {tmap.dtype.name}")
-    src = _tma_tile(tmap, got["src"], got["src_index"], "dsl.tma_reduce")
-    coords = _tma_coords(tmap, got["coords"], "dsl.tma_reduce")
-    n = len(coords)
-    where = "{" + ", ".join(f"${k + 1}" for k in range(n)) + "}"
-    asm([], f"cp.reduce.async.bulk.tensor.{n}d.global.shared::cta.{op}.tile.bulk_group [$0, {where}], [${n + 1}];",
-        ",".join(["l"] + ["r"] * n + ["r"]), [tmap.ptr, *coords, src])
+    _bulk_from_shared(tmap, got, "dsl.tma_reduce",
+                      "cp.reduce.async.bulk.tensor.{n}d.global.shared::cta." + op + ".tile.bulk_group")
 
 
 def tma_store_wait(tracer: Any, args: list[Any], kwargs: dict[str, Any]) -> None:

@@ -49,10 +49,6 @@ class Deadlock(LaneFault):
     """Every running warp waits and none can go on (a fault of each waiting warp)."""
 
 
-class OverArrival(Exception):
-    """More arrivals on an mbarrier in one phase than it was initialised with."""
-
-
 @dataclass
 class MBarrier:
     """An mbarrier's state: the arrivals a phase needs, those still pending, the transaction
@@ -63,14 +59,14 @@ class MBarrier:
     tx: int = 0
     phase: int = 0
 
-    def arrive(self, arrivals: int = 1, tx: int = 0) -> None:
-        """Raises `OverArrival` for an arrival past the phase's count: its phase has had every
-        arrival and waits for transaction bytes, and on the GPU the extra one is undefined
-        (two `mbarrier_expect_tx` for one barrier of count 1 faulted a kernel)."""
+    def arrive(self, lane: int, arrivals: int = 1, tx: int = 0) -> None:
+        """`lane`'s arrival; one past the phase's count (its phase has had every arrival and
+        waits for transaction bytes) is a fault of that lane: on the GPU it is undefined (two
+        `mbarrier_expect_tx` for one barrier of count 1 faulted a kernel)."""
         if self.pending - arrivals < 0:
-            raise OverArrival(f"an arrival on an mbarrier of count {self.count} whose phase has had all its "
+            raise LaneFault(f"an arrival on an mbarrier of count {self.count} whose phase has had all its "
                               f"arrivals (it waits for {self.tx} transaction bytes); give one mbarrier_expect_tx "
-                              "the phase's total bytes, or init the barrier with one arrival per arriving thread")
+                              "the phase's total bytes, or init the barrier with one arrival per arriving thread", lane)
         self.tx += tx
         self.pending -= arrivals
         self._complete()

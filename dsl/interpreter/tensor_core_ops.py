@@ -42,7 +42,7 @@ import numpy as np
 from dsl.interpreter.lanes import WARP, Lanes
 from dsl.interpreter.memory import LaneFault, Region, swizzled
 from dsl.interpreter.program import OpInfo, Step
-from dsl.interpreter.scheduling import CLUSTER_BARRIER, MBarrier, OverArrival, mbarrier_name, waiting_at, warp_index
+from dsl.interpreter.scheduling import CLUSTER_BARRIER, MBarrier, mbarrier_name, waiting_at, warp_index
 from dsl.interpreter.wgmma_flight import feeds_only_mma, registers
 
 _REG = r"\$(\d+)"
@@ -462,10 +462,7 @@ def _mbarrier_arrive(info: OpInfo, m: re.Match) -> Step:
             for lane in _each_active(st):
                 bar = st.sync.mbarrier(_mbarrier_address(st, st.v[address], lane), int(lane), st.rank)
                 tx = int(_per_lane(st.v[nbytes], st.n)[lane]) if nbytes is not None else 0
-                try:
-                    bar.arrive(1, tx)
-                except OverArrival as problem:
-                    raise LaneFault(str(problem), int(lane)) from None
+                bar.arrive(int(lane), 1, tx)
             st.sync.changed()
 
     return step
@@ -654,10 +651,7 @@ def _remote_arrive(info: OpInfo, m: re.Match) -> Step:
         with st.sync.lock:
             for lane in _each_active(st):
                 rank = int(_per_lane(st.v[cta], st.n)[lane])
-                try:
-                    st.sync.mbarrier(_mbarrier_address(st, st.v[address], lane), int(lane), rank).arrive()
-                except OverArrival as problem:
-                    raise LaneFault(str(problem), int(lane)) from None
+                st.sync.mbarrier(_mbarrier_address(st, st.v[address], lane), int(lane), rank).arrive(int(lane))
             st.sync.changed()
 
     return step
