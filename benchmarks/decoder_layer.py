@@ -24,7 +24,9 @@ Rows (one JSON line each, also in RESULTS_DIR/decoder_layer.json):
   (cuBLAS against Triton templates) and runs both layers in CUDA graphs (cudagraph trees);
   the kdsl layer's graph holds only kdsl operators and views, so it gains the CUDA graph and
   nothing else. `cudagraph_skips` counts Inductor's refusals to use CUDA graphs (0: both did),
-  `compile_s` each layer's first compiled call.
+  `compile_s` each layer's first compiled call; `kernels_us` what each compiled layer runs on
+  the GPU per call (kernels and copies, torch.profiler's CUPTI trace), `kernels_ms` their sum,
+  so `ms - kernels_ms` is what the step costs beyond its kernels.
 - `overhead_prefill`, `overhead_decode`: the kdsl layer without torch.compile, where the host's
   work shows. `eager_ms`: a plain call (each operator through torch's dispatcher into kdsl's
   launcher, every output allocated), CUDA events around the call, so the host's time counts
@@ -211,9 +213,14 @@ def compare(path: str, kdsl_fn: Callable[..., Any], torch_fn: Callable[..., Any]
     check(f"{path}: torch compiled", stepper(torch_step, *args)().clone(), expected, rows)
     progress(f"timing {path}")
     ms = interleaved({"kdsl": stepper(kdsl_step, *args), "torch": stepper(torch_step, *args)}, rounds, reps)
+    progress(f"tracing {path}'s kernels")
+    kernels = {label: kernel_times(stepper(step, *args)) for label, step in (("kdsl", kdsl_step), ("torch", torch_step))}
     entry = {"name": name, "ms": ms, "kdsl_speedup": ms["torch"] / ms["kdsl"],
              "compile_s": {"kdsl": kdsl_s, "torch": torch_s},
-             "cudagraph_skips": {"kdsl": kdsl_skips, "torch": torch_skips}}
+             "cudagraph_skips": {"kdsl": kdsl_skips, "torch": torch_skips},
+             "kernels_ms": {label: sum(k.values()) / 1e3 for label, (k, _) in kernels.items()},
+             "launches": {label: n for label, (_, n) in kernels.items()},
+             "kernels_us": {label: k for label, (k, _) in kernels.items()}}
     print(json.dumps(entry), flush=True)
     rows.append(entry)
 

@@ -333,11 +333,13 @@ def test_debug_on_cpu_stops_at_a_breakpoint_with_the_focus_threads_variables(wal
     _click_lens(walk, JIT_DEF, "Debug on CPU")
     page.locator(".debug-top-stack-frame-line").first.wait_for(timeout=COMPILER_S * 1000)  # stopped in the kernel
     rows = page.locator(".debug-view-content .monaco-list-row")
+    top_frame = "saxpy · thread (0, 0, 0) of block (0, 0, 0) saxpy.py 11:1"
+    # The Variables and Call Stack views render independently after the stop: wait for both.
     variables = wait_until(lambda: [r.inner_text().replace("\n", " ") for r in rows.all()],
-                           lambda texts: "i = 0" in texts, "the focus thread's i in the Variables view", COMPILER_S)
+                           lambda texts: "i = 0" in texts and any(t.startswith(top_frame) for t in texts),
+                           "the focus thread's i and its top frame in the Run and Debug view", COMPILER_S)
     assert "n = 4096" in variables and "Thread" in variables, variables  # Run on CPU's inputs: 4096 elements
     assert any(t.startswith("warp 0 · threads 0-31 of block (0, 0, 0) (focus)") for t in variables), variables
-    assert any(t.startswith("saxpy · thread (0, 0, 0) of block (0, 0, 0) saxpy.py 11:1") for t in variables), variables
     page.screenshot(path=walk.artifacts / "debug-stopped.png")
     workbench.run_command("Debug: Continue")
     page.locator(".debug-top-stack-frame-line").first.wait_for(state="detached", timeout=COMPILER_S * 1000)
