@@ -214,7 +214,8 @@ def compare(path: str, kdsl_fn: Callable[..., Any], torch_fn: Callable[..., Any]
     progress(f"timing {path}")
     ms = interleaved({"kdsl": stepper(kdsl_step, *args), "torch": stepper(torch_step, *args)}, rounds, reps)
     progress(f"tracing {path}'s kernels")
-    kernels = {label: kernel_times(stepper(step, *args)) for label, step in (("kdsl", kdsl_step), ("torch", torch_step))}
+    kernels = {label: kernel_times(stepper(step, *args))
+               for label, step in (("kdsl", kdsl_step), ("torch", torch_step))}
     entry = {"name": name, "ms": ms, "kdsl_speedup": ms["torch"] / ms["kdsl"],
              "compile_s": {"kdsl": kdsl_s, "torch": torch_s},
              "cudagraph_skips": {"kdsl": kdsl_skips, "torch": torch_skips},

@@ -507,7 +507,13 @@ def _warm_up() -> None:
         # Forked runs have no thread pool: the context must not expect one.
         api.shared_context().enable_multithreading(False)
     with contextlib.suppress(Exception):
-        dsl.analyze_source(_WARM_UP, "<kdsl warm-up>")
+        # To PTX: ptxas is a process of its own, of which nothing stays warm for a fork; finding
+        # it (its release, from `ptxas --version`) and nvdisasm is done here, once for every fork.
+        dsl.analyze_source(_WARM_UP, "<kdsl warm-up>", until="ptx")
+        from dsl.compiler import toolchain
+
+        toolchain.usable_ptxas()
+        toolchain.nvdisasm_path()
     # The warm heap is shared with every fork: left to the collector, a run's first full
     # collection would write to every object's header and copy all those pages.
     gc.collect()
