@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,6 +135,40 @@ def check_package_runtime(package: str | os.PathLike) -> Path:
             if not loads_shared_cxx_runtime(extracted):
                 raise RuntimeError(_own_runtime(f"{package}: its {name}", "and loading the package would crash"))
     return package
+
+
+def links_shared_cxx_runtime(compiler: str) -> bool:
+    """Whether `compiler` links a C++ shared library against the shared libstdc++: a probe, a
+    one-line library compiled in a temporary folder and its dynamic section read."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kdsl-cxx-") as tmp:
+        source, library = Path(tmp) / "probe.cpp", Path(tmp) / "libprobe.so"
+        source.write_text("#include <string>\nstd::string kdsl_probe(int x) { return std::to_string(x); }\n")
+        try:
+            done = subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(source)],
+                                  capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return done.returncode == 0 and loads_shared_cxx_runtime(library)
+
+
+def package_cxx() -> str:
+    """The C++ compiler for the libraries AOTInductor builds into a package: `$CXX` (else g++)
+    where it links the shared libstdc++, else the first g++ or c++ on PATH or in /usr/bin that
+    does (see the module docstring for why); a RuntimeError naming each one tried if none does.
+    Probed at each call (a fraction of a second; a package takes seconds to build)."""
+    tried: list[str] = []
+    for name in (os.environ.get("CXX", "g++"), "g++", "/usr/bin/g++", "c++", "/usr/bin/c++"):
+        path = shutil.which(name)
+        if path is None or path in tried:
+            continue
+        tried.append(path)
+        if links_shared_cxx_runtime(path):
+            return path
+    raise RuntimeError(f"no C++ compiler here links libstdc++ dynamically (tried {', '.join(tried) or 'none found'}); "
+                       "an AOTInductor package built with one that links its own copy of the C++ runtime crashes "
+                       "when it is loaded: install g++ or set CXX to one")
 
 
 def library_commands(folder: Path, base: str, output: Path, flags: TorchFlags) -> list[list[str]]:

@@ -12,7 +12,8 @@ in the order a registration uses them:
 - `functional`: `op`, the form that allocates and returns its outputs (autograd-ready);
 - `dynamo`: a plain call of a jit function inside `torch.compile` becomes its operator;
 - `cpp_library` (with `cpp_support`): the same operators in C++ over a `kdsl export`, for
-  AOTInductor packages run without Python (`python -m dsl.torch.cpp_library`; not imported here).
+  AOTInductor packages run without Python (`python -m dsl.torch.cpp_library`; not imported here);
+- `package`: `aoti_compile_and_package`, torch's with a C++ compiler whose packages load.
 
 Where torch is installed, importing this module imports it and installs the `dynamo` stand-in
 (which imports `torch._dynamo`: about a second, once). Without torch it still imports, so a
@@ -26,6 +27,7 @@ import importlib.util
 
 from dsl.torch.functional import FunctionalOp, op
 from dsl.torch.kernels import CaptureError
+from dsl.torch.package import aoti_compile_and_package
 from dsl.torch.registry import torch_op
 from dsl.torch.signature import UnsupportedSignature
 
@@ -34,4 +36,4 @@ if importlib.util.find_spec("torch") is not None:
 
     dynamo.install()
 
-__all__ = ["CaptureError", "FunctionalOp", "UnsupportedSignature", "op", "torch_op"]
+__all__ = ["CaptureError", "FunctionalOp", "UnsupportedSignature", "aoti_compile_and_package", "op", "torch_op"]

@@ -150,7 +150,8 @@ def interpreted(source: str, path: str, x: np.ndarray, n: int) -> np.ndarray:
 counter = itertools.count()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+# 80 random nests here; the generated-program tests (tests/fuzz, 2,000 programs in CI) nest exits too
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(block(0, (), False, itertools.count()), st.integers(0, 2**16))
 def test_random_exits_match_python(tmp_path, lines, seed):

@@ -148,18 +148,18 @@ def test_an_8_bit_product_with_a_in_registers(a_kind, b_kind):
 
 
 def test_s32_accumulators_wrap():
-    """127 x 127 x 128 = 2064512 per product; 1100 of them pass 2^31."""
-    a = np.full((M, K), 127, dtype=np.int8)
+    """255 x 255 x 128 = 8323200 per u8 product; 300 of them pass 2^31."""
+    a = np.full((M, K), 255, dtype=np.uint8)
     c = np.zeros((128, 32), dtype=np.int32)
-    dsl.interpret(run_wrapping, a, c, 1100)
-    expected = (2064512 * 1100 + 2**31) % 2**32 - 2**31
+    dsl.interpret(run_wrapping, a, c, 300)
+    expected = (8323200 * 300 + 2**31) % 2**32 - 2**31
     np.testing.assert_array_equal(c, np.full((128, 32), expected))
 
 
 @dsl.kernel(target="sm_90a")
-def repeated(a: Tensor[dsl.i8, 2], c: Tensor[i32, 2], times: dsl.Int32):
+def repeated(a: Tensor[dsl.u8, 2], c: Tensor[i32, 2], times: dsl.Int32):
     smem = dsl.SharedAllocator(dynamic=True)
-    sa = smem.array(dsl.i8, (64, 128), swizzle=128)
+    sa = smem.array(dsl.u8, (64, 128), swizzle=128)
     t = dsl.thread_idx.x
     for e in dsl.static_range(64):
         sa[t // 2, (t % 2) * 64 + e] = a[t // 2, (t % 2) * 64 + e]
@@ -174,6 +174,6 @@ def repeated(a: Tensor[dsl.i8, 2], c: Tensor[i32, 2], times: dsl.Int32):
 
 
 @dsl.jit
-def run_wrapping(a: Tensor[dsl.i8, 2], c: Tensor[i32, 2], times: dsl.Int32):
+def run_wrapping(a: Tensor[dsl.u8, 2], c: Tensor[i32, 2], times: dsl.Int32):
     repeated(a, c, times).launch(grid=1, block=128)
 

@@ -274,8 +274,11 @@ def _inputs(torch, n: int = 1000) -> tuple:
 
 
 def _package(torch, model, inputs, path: Path) -> Path:
+    """`dsl.torch.aoti_compile_and_package` of `model` (torch's, with a compiler whose packages load)."""
+    import dsl.torch
+
     exported = torch.export.export(model, inputs)
-    package = torch._inductor.aoti_compile_and_package(exported, package_path=str(path))
+    package = dsl.torch.aoti_compile_and_package(exported, path)
     with zipfile.ZipFile(package) as archive:
         texts = [archive.read(n).decode(errors="replace") for n in archive.namelist() if n.endswith(".json")]
     for name in OPERATORS:  # the package calls each kdsl operator through the proxy executor, by name
@@ -285,11 +288,47 @@ def _package(torch, model, inputs, path: Path) -> Path:
     return check_package_runtime(package)  # a clear error where loading it would crash
 
 
-def test_a_cpu_package_names_the_operators_runs_as_eager_and_reaches_them_in_cpp(torch, library, runner, tmp_path):
+def _static_runtime_cxx(folder: Path) -> Path:
+    """A C++ compiler that links its own copy of libstdc++ into the libraries it builds (as a
+    separate GCC under `$CXX` did on one machine): this machine's g++, `-static-libstdc++` added
+    to a `-shared` link (g++ given it on a precompiled header would link that)."""
+    wrapper = folder / "static-g++"
+    gxx = shutil.which("g++")
+    wrapper.write_text(f'#!/bin/sh\ncase " $* " in *" -shared "*) exec {gxx} "$@" -static-libstdc++;; esac\n'
+                       f'exec {gxx} "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_packages_are_built_by_a_compiler_that_links_the_shared_cxx_runtime(monkeypatch, tmp_path):
+    from dsl.export.torch_build import links_shared_cxx_runtime, package_cxx
+
+    static = _static_runtime_cxx(tmp_path)
+    assert not links_shared_cxx_runtime(str(static))
+    monkeypatch.setenv("CXX", str(static))
+    chosen = package_cxx()
+    assert chosen != str(static) and links_shared_cxx_runtime(chosen), chosen
+    monkeypatch.setenv("CXX", shutil.which("g++"))
+    assert package_cxx() == shutil.which("g++")  # a $CXX that links the shared runtime is kept
+    monkeypatch.setenv("CXX", str(static))  # and no other compiler to fall back to
+    monkeypatch.setattr("shutil.which", lambda name: str(static) if name == str(static) else None)
+    with pytest.raises(RuntimeError, match=r"no C\+\+ compiler here links libstdc\+\+ dynamically "
+                                           r"\(tried .*static-g\+\+\)"):
+        package_cxx()
+
+
+def test_a_cpu_package_names_the_operators_runs_as_eager_and_reaches_them_in_cpp(torch, library, runner, tmp_path,
+                                                                                 monkeypatch):
     from dsl.export.aoti_runner import run_package
 
     model, inputs = _Model.make(torch), _inputs(torch, 200)
-    package = _package(torch, model, inputs, tmp_path / "model.pt2")
+    # As in a process started with a $CXX that links its own libstdc++ (torch reads $CXX when it
+    # is imported): torch's aoti_compile_and_package would make a package that crashes when it is
+    # loaded; kdsl's builds it with a compiler that links the shared runtime
+    static = str(_static_runtime_cxx(tmp_path))
+    monkeypatch.setenv("CXX", static)
+    with torch._inductor.config.patch({"cpp.cxx": (None, static)}):
+        package = _package(torch, model, inputs, tmp_path / "model.pt2")
     # loaded by Python, where the operators' CPU kernel is kdsl's interpreter; in a process of its
     # own, so that a crash in torch's loader is this test's failure, not the end of the session
     done = _kdsl_python(f"""
@@ -325,8 +364,9 @@ def test_the_runner_reads_runs_and_writes_a_package_of_torch_operators_alone(tor
             return x * 2.0 + 1.0, (m.to(torch.int64) * 3).reshape(2, -1), x.to(torch.bfloat16)[None]
 
     inputs = (torch.linspace(-1.0, 1.0, 12), torch.arange(12, dtype=torch.int32))
-    package = torch._inductor.aoti_compile_and_package(torch.export.export(Plain(), inputs),
-                                                       package_path=str(tmp_path / "plain.pt2"))
+    import dsl.torch
+
+    package = dsl.torch.aoti_compile_and_package(torch.export.export(Plain(), inputs), tmp_path / "plain.pt2")
     got = run_package(runner, package, list(inputs), tmp_path / "run", device="cpu")
     expected = Plain()(*inputs)
     assert [(g.dtype, g.shape) for g in got] == [(e.dtype, e.shape) for e in expected]
