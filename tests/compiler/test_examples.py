@@ -20,15 +20,19 @@ EXPECTED = {"matmul_tiled": ["DSL502"], "attention_backward_hopper": ["DSL501"]}
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_example_compiles_to_ptx(path, monkeypatch):
+    """As `kdsl lint` and a first call compile it (no views: the editor's stage texts and source
+    maps are the LSP tests'): a kernel that a jit function launches is compiled inside it."""
     monkeypatch.syspath_prepend(str(EXAMPLES))
-    report = dsl.analyze_source(path.read_text(), str(path))
+    report = dsl.analyze_source(path.read_text(), str(path), views=False)
     assert [d.code for d in report.all_diagnostics()] == EXPECTED.get(path.stem, []), \
         [d.format() for d in report.all_diagnostics()]
     kinds = sorted(f.kind for f in report.functions)
     assert kinds.count("jit") >= 1 and kinds.count("kernel") >= 1
     spilling = set()
     for fn in report.functions:
-        assert fn.compiled is not None
+        if fn.compiled is None:  # a kernel compiled inside a jit function's example that launches it:
+            assert fn.kind == "kernel", fn.name  # its diagnostics (none, checked above) are the jit's
+            continue
         assert ".visible .entry" in fn.compiled.ptx
         assert fn.compiled.cubin
         spilling |= {k.source_name for k in fn.compiled.kernels if k.resources.spill_stores}
