@@ -191,15 +191,17 @@ class KdslLanguageServer(LanguageServer):
 
     async def warm_up_names(self) -> None:
         """Loads jedi's picture of `dsl` and the API catalogue in a thread (`jedi_use.warm_up`),
-        once the documents opened at start-up have their compiler reports (at most
-        `NAMES_WARM_UP_WAIT_S` later): its 0.4 s of Python shares the interpreter with the
-        event loop, and made publishing a 100-kernel file's first report 0.3 s later."""
+        once a document is open and the open documents have their compiler reports, or
+        `NAMES_WARM_UP_WAIT_S` after start-up, whichever comes first: its 0.4 s of Python shares
+        the interpreter with the event loop, and made publishing a 100-kernel file's first report
+        0.3 s later; and before a document is open there is nothing to complete in."""
         from lsp.features import jedi_use
 
         deadline = asyncio.get_running_loop().time() + NAMES_WARM_UP_WAIT_S
         while asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.25)
-            if all(state.analysis is None or state.analysis.done() for state in self.documents.all()):
+            states = list(self.documents.all())
+            if states and all(state.analysis is None or state.analysis.done() for state in states):
                 break
         def warm_up() -> None:
             try:

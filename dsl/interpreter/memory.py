@@ -15,11 +15,15 @@ swizzle patterns computed from address bits see what they see on the GPU.
 
 Atomics apply lane by lane in thread order (vectorized when no two lanes share an address),
 with the hardware's rounding: `atom.add.f32` flushes subnormal inputs and results to zero.
+Where a block's warps run in threads of their own (`scheduling`), each read-modify-write, an
+atomic's or a TMA reduction's, holds `ATOMIC_UPDATES`: otherwise a warp preempted between
+the read and the write would lose the updates other warps made meanwhile.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -260,11 +264,20 @@ def _combine(kind: str, old: Any, operand: Any, t: LaneType) -> Any:
     raise NotImplementedError(f"atomic {kind}")
 
 
+ATOMIC_UPDATES = threading.Lock()  # one read-modify-write at a time, across warp threads
+
+
 def atomic(ptr: Pointer, kind: str, operand: Any, t: LaneType, mask: np.ndarray | None, lanes: int,
            compare: Any = None) -> Any:
     """An atomic update for the active lanes, in thread order; returns each lane's old value.
 
     With `compare` it is a compare-and-swap: `operand` is stored where the old bits equal it."""
+    with ATOMIC_UPDATES:
+        return _atomic(ptr, kind, operand, t, mask, lanes, compare)
+
+
+def _atomic(ptr: Pointer, kind: str, operand: Any, t: LaneType, mask: np.ndarray | None, lanes: int,
+            compare: Any) -> Any:
     count = t.width or 1
     nbytes = t.nbytes * count
     sel = _active(mask, lanes)

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from dsl.interpreter.lanes import WARP, Lanes
-from dsl.interpreter.memory import LaneFault, Region, swizzled
+from dsl.interpreter.memory import ATOMIC_UPDATES, LaneFault, Region, swizzled
 from dsl.interpreter.program import OpInfo, Step
 from dsl.interpreter.scheduling import CLUSTER_BARRIER, MBarrier, mbarrier_name, waiting_at, warp_index
 from dsl.interpreter.wgmma_flight import feeds_only_mma, registers
@@ -594,9 +594,10 @@ def _tma(info: OpInfo, m: re.Match, load: bool, reduce: str | None = None) -> St
                     tensor.data[global_bytes[inside]] = region.data[at[inside]]
                     continue
                 kind = _REDUCE_TYPES[tmap.dtype]  # the frontend allows these only
-                old = tensor.data[global_bytes[inside]].reshape(-1).view(kind)
                 new = region.data[at[inside]].reshape(-1).view(kind)
-                with np.errstate(over="ignore", invalid="ignore"):  # wraps (ints) and rounds (f32) as the GPU does
+                # atomic per element on the GPU: another warp's reduction into the box must not be lost
+                with ATOMIC_UPDATES, np.errstate(over="ignore", invalid="ignore"):  # wraps / rounds as the GPU does
+                    old = tensor.data[global_bytes[inside]].reshape(-1).view(kind)
                     tensor.data[global_bytes[inside]] = _REDUCE_OPS[reduce](old, new).astype(kind).view(
                         np.uint8).reshape(-1, tmap.nbytes)
                 continue

@@ -117,9 +117,33 @@ def check_call(function: str, facts: Facts, runtime_values: dict[str, Any]) -> N
     raise ArgumentError(f"{function}: " + "; ".join(failures))
 
 
+def _symbolic_extremum(builtin: Any, symbolic: str) -> Any:
+    """`min` / `max` for the launcher's arithmetic that keeps a symbolic integer symbolic
+    (`torch.sym_min` / `sym_max`): the builtin compares its arguments, which makes torch guard
+    on the outcome, so a decode loop's growing KV length recompiled each time the number of
+    its chunks changed."""
+    def pick(*args: Any) -> Any:
+        import torch
+
+        values = list(args[0] if len(args) == 1 else args)
+        if not any(isinstance(v, torch.SymInt) for v in values):
+            return builtin(values)
+        combine = getattr(torch, symbolic)
+        result = values[0]
+        for value in values[1:]:
+            result = combine(result, value)
+        return result
+
+    return pick
+
+
+_LAUNCHER_GLOBALS = {"min": _symbolic_extremum(min, "sym_min"), "max": _symbolic_extremum(max, "sym_max")}
+
+
 @functools.lru_cache(maxsize=256)
 def _bind(launcher: str) -> Any:
-    """The launcher's `bind`, made once per launcher text (a fake kernel runs at every trace)."""
-    namespace: dict[str, Any] = {}
+    """The launcher's `bind`, made once per launcher text (a fake kernel runs at every trace),
+    with `min` and `max` that keep symbolic integers symbolic."""
+    namespace: dict[str, Any] = dict(_LAUNCHER_GLOBALS)
     exec(compile(launcher, "<kdsl fake launcher>", "exec"), namespace)
     return namespace["bind"]

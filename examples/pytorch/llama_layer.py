@@ -44,8 +44,9 @@ the reference, and the peer.
 
 Limits: prefill takes one sequence (S % 128 == 0); decode gives every sequence the same position
 `pos`, a Python int (`attention_decode`'s `kv_len` is one scalar). torch.compile specializes on
-its first value; a second value makes it a symbol, which kdsl's fake launcher cannot yet divide
-(`dsl.cdiv` of a symbolic int), so a compiled decode loop wants `dynamic=False` for now.
+its first value; a second value makes it a symbol, and one graph then serves every later
+position (the launchers' `cdiv`, `min` and `max` of it stay symbolic: only its sign is guarded;
+`tests/torch/test_llama_layer.py` steps a compiled loop through five positions).
 """
 
 from __future__ import annotations

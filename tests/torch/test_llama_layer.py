@@ -170,6 +170,24 @@ def test_decode_equals_the_torch_twin_eagerly_and_compiled_as_one_graph(torch, l
     assert kdsl_targets(backend) == DECODE_OPS
 
 
+def test_a_compiled_decode_loop_takes_every_position_in_one_symbolic_graph(torch, llama, tiny):
+    """A decode loop's position changes every step: torch specializes its first value, then
+    traces it as a symbol; the launchers' arithmetic on it (the KV length `pos + 1`, its chunks)
+    must hold for every later position without another compile, and each step equal the twin's."""
+    layer, twin = tiny
+    c = layer.config
+    with_caches(torch, (layer, twin), B, L_MAX, c)
+    step, backend = compiled_once(torch, layer.decode)
+    gen = torch.Generator().manual_seed(5)
+    for pos in (POS, POS + 1, POS + 2, 2 * POS, L_MAX - 1):
+        x = torch.randn(B, c.hidden, generator=gen).bfloat16()
+        expected = twin.decode(x, pos)
+        assert_bf16_close(step(x, pos), expected)
+        assert_bf16_close(layer.k_cache[:, :, pos], twin.k_cache[:, :, pos])
+    assert backend.frame_count == 2  # the first position, then one graph for all the others
+    assert kdsl_targets(backend) == DECODE_OPS * 2
+
+
 def test_split_k_decode_keeps_its_workspace_zeroed_and_in_place_eagerly_and_compiled(torch, llama, tiny):
     """Partials and tickets are layer buffers every small-M call mutates: each call must leave the
     tickets at zero for the next, and compiling must neither break the graph nor copy them."""
