@@ -6,9 +6,7 @@ is needed; `KDSL_PTXAS` / `KDSL_NVDISASM` or a toolkit under `CUDA_HOME` take pr
 
 from __future__ import annotations
 
-import collections
 import functools
-import hashlib
 import os
 import re
 import shutil
@@ -246,28 +244,15 @@ def _warn_of_known_problems() -> None:
         warnings.warn(problem, ToolchainWarning, stacklevel=3)
 
 
-# (sha256 of the cubin, nvdisasm) -> its SASS, most recent last
-_DISASSEMBLED: collections.OrderedDict[tuple[str, str], str] = collections.OrderedDict()
-_DISASSEMBLED_MAX = 16  # a tensor-core kernel's SASS is a few hundred KiB
-
-
 def disassemble(cubin: bytes) -> str | None:
     """SASS with line annotations, or None when nvdisasm is unavailable. Once per cubin: nvdisasm
     takes most of a second to start whatever the cubin's size, and a kernel that a jit function
     launches is the same cubin in an analysis twice (alone and inside the jit)."""
     path = nvdisasm_path()
-    if path is None:
-        return None
-    key = (hashlib.sha256(cubin).hexdigest(), path)
-    text = _DISASSEMBLED.get(key)
-    if text is None:
-        text = _DISASSEMBLED[key] = _run_nvdisasm(path, cubin)
-        while len(_DISASSEMBLED) > _DISASSEMBLED_MAX:
-            _DISASSEMBLED.popitem(last=False)
-    _DISASSEMBLED.move_to_end(key)
-    return text
+    return None if path is None else _run_nvdisasm(path, cubin)
 
 
+@functools.lru_cache(maxsize=16)  # a tensor-core kernel's SASS is a few hundred KiB
 def _run_nvdisasm(path: str, cubin: bytes) -> str:
     with tempfile.TemporaryDirectory(prefix="kdsl-") as tmp:
         src = Path(tmp) / "k.cubin"
