@@ -15,7 +15,9 @@ above 128). Prefill attention is `examples/attention_hopper.py` (causal, GQA) an
 attention `examples/attention_decode.py`. What is not a GEMM or attention is a small
 memory-bound kernel here, one pass over its bytes:
 
-- `rmsnorm_kernel` / `add_rmsnorm_kernel`: one warp per row; the second also adds the
+- `rmsnorm_kernel` / `add_rmsnorm_kernel`: one block of 512 threads per row (a decode step's
+  32 rows are 32 blocks, each thread one 16-byte load: one warp per row took 10-12 us there,
+  sixteen loads one after another); the second also adds the
   residual and writes the sum `h` (rounded to bf16, as torch's `x + r` is) beside the norm;
 - `rope_kernel`: rotates q and k (Llama's rotate-half pairs, `i` with `i + D/2`) from f32
   cos / sin tables while it re-lays the fused projection's rows [T, (HQ + 2 HKV) D] out as heads:
@@ -78,9 +80,10 @@ from attention_decode import attention_decode, workspace_shape  # noqa: E402
 from attention_hopper import attention_hopper  # noqa: E402
 from gemm_hopper import gemm_hopper  # noqa: E402
 from gemm_small_m import Plan, gemm_small_m, plan_for, sm_count_of, small_m_plan  # noqa: E402
+from reductions import block_sum  # noqa: E402
 
 PROJECTIONS = ("w_qkv", "w_o", "w_gate_up", "w_down")  # the layer's weights, in the order a step uses them
-WARPS = 4  # rows per block of the norms
+NORM_THREADS = 512  # one block per row of the norms: at hidden 4096, one 16-byte load per thread
 VEC = 8  # bf16 elements per 128-bit access
 BLOCK = 256  # threads per block of the element-wise kernels
 
@@ -101,43 +104,41 @@ class LlamaConfig:
 
 # --- kernels ------------------------------------------------------------------------------------
 
-def _scale_rows(src: Any, w: Any, y: Any, row: Any, lane: Any, squares: Any, eps: Any) -> None:
-    """The second pass of a norm: y = src * rsqrt(mean(src^2) + eps) * w for this warp's row,
-    with the lane's sum of squares from the first pass (the row is in L1 / L2 by now)."""
-    cols = src.shape[1]
-    scale = dsl.rsqrt(dsl.warp_reduce(squares, "sum") / dsl.cast(cols, f32) + eps)
-    for c in range(lane * VEC, cols, 32 * VEC):
+def _norm_scale(squares: Any, cols: Any, eps: Any) -> Any:
+    """rsqrt(mean(x^2) + eps) of the block's row, from each thread's sum of squares."""
+    scratch = dsl.SharedAllocator().array(f32, 32)
+    return dsl.rsqrt(block_sum(squares, scratch, NORM_THREADS // 32) / dsl.cast(cols, f32) + eps)
+
+
+def _scale_row(src: Any, w: Any, y: Any, row: Any, scale: Any) -> None:
+    """The second pass of a norm: y = src * scale * w over the thread's columns of `row`
+    (its own loads of the first pass, so from L1)."""
+    for c in range(dsl.thread_idx.x * VEC, src.shape[1], NORM_THREADS * VEC):
         v = src.vload((row, c), VEC).to(f32)
         y.vstore((row, c), (v * scale * w.vload(c, VEC).to(f32)).to(bf16))
 
 
 @dsl.kernel
 def rmsnorm_kernel(x: Tensor[bf16, 2], w: Tensor[bf16], y: Tensor[bf16, 2], eps: Float32):
-    row = dsl.block_idx.x * WARPS + dsl.thread_idx.x // 32
-    lane = dsl.thread_idx.x % 32
-    if row >= x.shape[0]:
-        return
+    row = dsl.block_idx.x
     squares = 0.0
-    for c in range(lane * VEC, x.shape[1], 32 * VEC):
+    for c in range(dsl.thread_idx.x * VEC, x.shape[1], NORM_THREADS * VEC):
         v = x.vload((row, c), VEC).to(f32)
         squares += (v * v).sum()
-    _scale_rows(x, w, y, row, lane, squares, eps)
+    _scale_row(x, w, y, row, _norm_scale(squares, x.shape[1], eps))
 
 
 @dsl.kernel
 def add_rmsnorm_kernel(x: Tensor[bf16, 2], r: Tensor[bf16, 2], w: Tensor[bf16], y: Tensor[bf16, 2],
                        h: Tensor[bf16, 2], eps: Float32):
-    row = dsl.block_idx.x * WARPS + dsl.thread_idx.x // 32
-    lane = dsl.thread_idx.x % 32
-    if row >= x.shape[0]:
-        return
+    row = dsl.block_idx.x
     squares = 0.0
-    for c in range(lane * VEC, x.shape[1], 32 * VEC):
+    for c in range(dsl.thread_idx.x * VEC, x.shape[1], NORM_THREADS * VEC):
         s = (x.vload((row, c), VEC).to(f32) + r.vload((row, c), VEC).to(f32)).to(bf16)
         h.vstore((row, c), s)
         v = s.to(f32)  # the norm of the rounded sum: what the next layer's residual holds
         squares += (v * v).sum()
-    _scale_rows(h, w, y, row, lane, squares, eps)  # reads back this lane's own stores of h
+    _scale_row(h, w, y, row, _norm_scale(squares, x.shape[1], eps))  # reads back this thread's own stores of h
 
 
 @dsl.jit
@@ -145,7 +146,7 @@ def run_rmsnorm(x: Tensor[bf16, 2], w: Tensor[bf16], y: Tensor[bf16, 2], eps: Fl
     assert x.shape[1] % VEC == 0, "the hidden size must be a multiple of 8"
     assert w.shape[0] == x.shape[1] and y.shape[0] == x.shape[0] and y.shape[1] == x.shape[1], \
         "shapes: x and y (rows, hidden), w (hidden,)"
-    rmsnorm_kernel(x, w, y, eps).launch(grid=dsl.cdiv(x.shape[0], WARPS), block=32 * WARPS)
+    rmsnorm_kernel(x, w, y, eps).launch(grid=x.shape[0], block=NORM_THREADS)
 
 
 @dsl.jit
@@ -156,7 +157,7 @@ def run_add_rmsnorm(x: Tensor[bf16, 2], r: Tensor[bf16, 2], w: Tensor[bf16], y: 
         "shapes: x and y (rows, hidden), w (hidden,)"
     assert r.shape[0] == x.shape[0] and r.shape[1] == x.shape[1] and h.shape[0] == x.shape[0] \
         and h.shape[1] == x.shape[1], "r and h like x"
-    add_rmsnorm_kernel(x, r, w, y, h, eps).launch(grid=dsl.cdiv(x.shape[0], WARPS), block=32 * WARPS)
+    add_rmsnorm_kernel(x, r, w, y, h, eps).launch(grid=x.shape[0], block=NORM_THREADS)
 
 
 def _rotate(lo: Any, hi: Any, cos: Any, sin: Any, pos: Any, c: Any) -> Any:
