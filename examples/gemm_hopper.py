@@ -69,30 +69,50 @@ def release(empty: Any, stage: Any, cluster: int) -> None:
             dsl.mbarrier_arrive(empty, stage, cta=r)
 
 
-def store_tile(acc: Any, sc: Any, tc: Any, consumer: Any, t: Any, row: Any, col: Any, BN: int) -> None:
+def silu_times(gate: Any, up: Any) -> Any:
+    """silu(gate) * up in f32 from two accumulator elements, each first rounded to bf16 as the
+    unfused path's GEMM output is (`examples/pytorch/llama_layer.py`'s swiglu_kernel), so both
+    paths give the same bits."""
+    g, u = dsl.cast(dsl.cast(gate, dsl.bf16), dsl.f32), dsl.cast(dsl.cast(up, dsl.bf16), dsl.f32)
+    return dsl.cast(g / (1.0 + dsl.exp(-g)) * u, dsl.bf16)
+
+
+def store_tile(acc: Any, sc: Any, tc: Any, consumer: Any, t: Any, row: Any, col: Any, BN: int,
+               SWIGLU: bool) -> None:
     """The epilogue of one consumer: its 64 x BN accumulator as bf16 into its shared C tile,
     then TMA stores of it (rows past M are not written). The stores run while the consumer
-    goes on with its next tile; the tile is rewritten only after they have read it."""
+    goes on with its next tile; the tile is rewritten only after they have read it.
+
+    With `SWIGLU` the B rows alternate eight gate rows and eight up rows (`interleave_gate_up`),
+    so a thread holds gate column c and up column c in neighbouring 8-column groups of its
+    fragment: the tile stored is silu(gate) * up, 64 x BN / 2, at column col / 2."""
     barrier_id = 1 + consumer  # the consumer warpgroup's own barrier: the other one runs on
     if t == 0:
         dsl.tma_store_wait(0)
     dsl.named_barrier(barrier_id, 128)
     warp, g, q = t // 32, (t % 32) // 4, t % 4
-    for j in dsl.static_range(BN // 8):
+    groups = BN // 16 if SWIGLU else BN // 8  # 8-column groups of the stored tile
+    for j in dsl.static_range(groups):
         for half in dsl.static_range(2):  # rows g and g + 8 of this warp's 16
-            pair = dsl.vector(dsl.cast(acc[4 * j + 2 * half], dsl.bf16), dsl.cast(acc[4 * j + 2 * half + 1], dsl.bf16))
+            if SWIGLU:
+                gate, up = 8 * j + 2 * half, 8 * j + 4 + 2 * half  # groups 2j (gate) and 2j + 1 (up)
+                pair = dsl.vector(silu_times(acc[gate], acc[up]), silu_times(acc[gate + 1], acc[up + 1]))
+            else:
+                pair = dsl.vector(dsl.cast(acc[4 * j + 2 * half], dsl.bf16),
+                                  dsl.cast(acc[4 * j + 2 * half + 1], dsl.bf16))
             sc.vstore((consumer, j // 8, 16 * warp + g + 8 * half, (j % 8) * 8 + 2 * q), pair)
     dsl.fence_proxy_async()  # the writes above, before the TMA reads them
     dsl.named_barrier(barrier_id, 128)
     if t == 0:
-        for chunk in dsl.static_range(BN // 64):
-            dsl.tma_store(tc, (row, col + 64 * chunk), sc, (consumer, chunk))
+        out_col = col // 2 if SWIGLU else col
+        for chunk in dsl.static_range(groups // 8):
+            dsl.tma_store(tc, (row, out_col + 64 * chunk), sc, (consumer, chunk))
         dsl.tma_store_commit()
 
 
 @dsl.kernel(target="sm_90a", known_block_size=[THREADS, 1, 1], minnctapersm=1)
 def gemm_kernel(ta: dsl.TensorMap, tb: dsl.TensorMap, tc: dsl.TensorMap, M: Int32, N: Int32, K: Int32,
-                BN: Constexpr[int], STAGES: Constexpr[int], CLUSTER: Constexpr[int]):
+                BN: Constexpr[int], STAGES: Constexpr[int], CLUSTER: Constexpr[int], SWIGLU: Constexpr[bool]):
     smem = dsl.SharedAllocator(dynamic=True)
     sa = smem.array(dsl.bf16, (STAGES, BM, BK), swizzle=128)
     sb = smem.array(dsl.bf16, (STAGES, BN, BK), swizzle=128)
@@ -160,11 +180,27 @@ def gemm_kernel(ta: dsl.TensorMap, tb: dsl.TensorMap, tc: dsl.TensorMap, M: Int3
             acc = dsl.wgmma_wait(acc, pending=0)
             if lane == 0:
                 release(empty, (step + STAGES - 1) % STAGES, CLUSTER)
-            store_tile(acc, sc, tc, warpgroup - 1, tid % 128, pm * BM + row0, pn * BN, BN)
+            store_tile(acc, sc, tc, warpgroup - 1, tid % 128, pm * BM + row0, pn * BN, BN, SWIGLU)
         if tid % 128 == 0:
             dsl.tma_store_wait(0)  # the last tile's stores have read their shared memory
     if CLUSTER > 1:
         dsl.cluster_barrier()  # no block exits while another may still write into it
+
+
+def launch_gemm(a: Any, b_t: Any, c: Any, BN: int, CLUSTER: int, SWIGLU: bool) -> None:
+    """The tensor maps, the persistent grid (a block per SM, at most one per tile) and the launch."""
+    M, K = a.shape[0], a.shape[1]
+    N = b_t.shape[0]
+    ta = dsl.tensor_map(a, box=(BM, BK), swizzle=128)
+    tb = dsl.tensor_map(b_t, box=(BN // CLUSTER, BK), swizzle=128)
+    tc = dsl.tensor_map(c, box=(64, 64), swizzle=128)
+    units = dsl.cdiv(dsl.cdiv(M, BM), CLUSTER) * (N // BN)
+    grid = dsl.min(units, dsl.sm_count() // CLUSTER) * CLUSTER
+    kernel = gemm_kernel(ta, tb, tc, M, N, K, BN, stages_for(BN), CLUSTER, SWIGLU)
+    if CLUSTER > 1:
+        kernel.launch(grid=grid, block=THREADS, cluster=(CLUSTER, 1, 1))
+    else:
+        kernel.launch(grid=grid, block=THREADS)
 
 
 @dsl.jit
@@ -174,16 +210,27 @@ def gemm_hopper(a: Tensor[bf16, 2], b_t: Tensor[bf16, 2], c: Tensor[bf16, 2], BN
     N = b_t.shape[0]
     assert N % BN == 0 and K % BK == 0, "N must be a multiple of BN and K of 64"
     assert b_t.shape[1] == K and c.shape[0] == M and c.shape[1] == N, "shapes: a (M, K), b_t (N, K), c (M, N)"
-    ta = dsl.tensor_map(a, box=(BM, BK), swizzle=128)
-    tb = dsl.tensor_map(b_t, box=(BN // CLUSTER, BK), swizzle=128)
-    tc = dsl.tensor_map(c, box=(64, 64), swizzle=128)
-    units = dsl.cdiv(dsl.cdiv(M, BM), CLUSTER) * (N // BN)
-    grid = dsl.min(units, dsl.sm_count() // CLUSTER) * CLUSTER
-    kernel = gemm_kernel(ta, tb, tc, M, N, K, BN, stages_for(BN), CLUSTER)
-    if CLUSTER > 1:
-        kernel.launch(grid=grid, block=THREADS, cluster=(CLUSTER, 1, 1))
-    else:
-        kernel.launch(grid=grid, block=THREADS)
+    launch_gemm(a, b_t, c, BN, CLUSTER, False)
+
+
+@dsl.jit
+def gemm_hopper_swiglu(a: Tensor[bf16, 2], b_t: Tensor[bf16, 2], out: Tensor[bf16, 2], BN: Constexpr[int] = 256):
+    """out = silu(gate) * up of the product with a fused gate / up weight whose rows alternate
+    eight gate rows and eight up rows (`interleave_gate_up`): a SwiGLU MLP's first GEMM and
+    its activation in one kernel, out [M, N / 2] (half the bytes written, no second pass)."""
+    M, K = a.shape[0], a.shape[1]
+    N = b_t.shape[0]
+    assert BN >= 128 and N % BN == 0 and K % BK == 0, "BN 128 or 256, N a multiple of BN and K of 64"
+    assert b_t.shape[1] == K and out.shape[0] == M and out.shape[1] * 2 == N, \
+        "shapes: a (M, K), b_t (N, K), out (M, N / 2)"
+    launch_gemm(a, b_t, out, BN, 1, True)
+
+
+def interleave_gate_up(w: Any) -> Any:
+    """A fused [gate; up] weight (2I x K, gate rows first) with its rows reordered into
+    alternating runs of eight gate rows and eight up rows, as `gemm_hopper_swiglu` reads it."""
+    rows, k = w.shape
+    return w.view(2, rows // 16, 8, k).transpose(0, 1).reshape(rows, k)
 
 
 if __name__ == "__main__":

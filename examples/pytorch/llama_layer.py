@@ -23,7 +23,10 @@ memory-bound kernel here, one pass over its bytes:
   cos / sin tables while it re-lays the fused projection's rows [T, (HQ + 2 HKV) D] out as heads:
   q [B, HQ, T, D], and k, v at their positions of [B, HKV, L, D], a fresh tensor (prefill) or
   the KV cache (decode: one token per sequence at `pos`);
-- `swiglu_kernel`: `silu(gate) * up` from the fused gate / up rows; `add_kernel`: the residual.
+- `swiglu_kernel`: `silu(gate) * up` from the fused gate / up rows (decode; prefill's gate / up
+  GEMM is `gemm_hopper_swiglu`, which applies it in its epilogue and writes half the bytes: the
+  kdsl layer keeps that weight's rows in alternating runs of eight gate and eight up rows,
+  `interleave_gate_up`, for both paths); `add_kernel`: the residual.
 
 Each jit function becomes a functional operator (`dsl.torch.op`: it allocates its outputs), so
 `KdslLlamaLayer` runs eagerly, under `torch.compile(fullgraph=True)` (any mode, CUDA graphs
@@ -78,7 +81,7 @@ if _EXAMPLES not in sys.path:
 
 from attention_decode import attention_decode, workspace_shape  # noqa: E402
 from attention_hopper import attention_hopper  # noqa: E402
-from gemm_hopper import gemm_hopper  # noqa: E402
+from gemm_hopper import gemm_hopper, gemm_hopper_swiglu, interleave_gate_up  # noqa: E402
 from gemm_small_m import Plan, gemm_small_m, plan_for, sm_count_of, small_m_plan  # noqa: E402
 from reductions import block_sum  # noqa: E402
 
@@ -217,13 +220,15 @@ def run_rope(qkv: Tensor[bf16, 3], cos: Tensor[f32, 2], sin: Tensor[f32, 2], q: 
 
 @dsl.kernel
 def swiglu_kernel(gate_up: Tensor[bf16, 2], out: Tensor[bf16, 2]):
+    # gate_up's columns alternate eight gate and eight up columns (the weight's rows are
+    # `interleave_gate_up`'d for prefill's fused GEMM): out columns c..c+7 read 2c and 2c + 8.
     t = dsl.block_idx.x * dsl.block_dim.x + dsl.thread_idx.x
     width = out.shape[1]
     if t >= out.shape[0] * (width // VEC):
         return
     row, c = t // (width // VEC), (t % (width // VEC)) * VEC
-    g = gate_up.vload((row, c), VEC).to(f32)
-    u = gate_up.vload((row, width + c), VEC).to(f32)
+    g = gate_up.vload((row, 2 * c), VEC).to(f32)
+    u = gate_up.vload((row, 2 * c + VEC), VEC).to(f32)
     silu = dsl.vector(*[g[j] / (1.0 + dsl.exp(-g[j])) for j in dsl.static_range(VEC)])
     out.vstore((row, c), (silu * u).to(bf16))
 
@@ -231,7 +236,7 @@ def swiglu_kernel(gate_up: Tensor[bf16, 2], out: Tensor[bf16, 2]):
 @dsl.jit
 def run_swiglu(gate_up: Tensor[bf16, 2], out: Tensor[bf16, 2]):
     assert out.shape[1] % VEC == 0 and gate_up.shape[1] == 2 * out.shape[1] and gate_up.shape[0] == out.shape[0], \
-        "gate_up: [M, 2 * I] (gate, then up), out: [M, I], I a multiple of 8"
+        "gate_up: [M, 2 * I] (eight gate columns, then eight up, ...), out: [M, I], I a multiple of 8"
     swiglu_kernel(gate_up, out).launch(grid=dsl.cdiv(out.shape[0] * (out.shape[1] // VEC), BLOCK), block=BLOCK)
 
 
@@ -287,6 +292,9 @@ def _product(a: Any, b_t: Any) -> Any:
 
 
 gemm = dsl.torch.op(gemm_hopper, outputs={"c": _product}, name="llama_linear")
+gemm_swiglu = dsl.torch.op(gemm_hopper_swiglu,
+                           outputs={"out": lambda a, b_t: a.new_empty(a.shape[0], b_t.shape[0] // 2)},
+                           name="llama_linear_swiglu")
 # The kernels write partials and tickets too: the schema marks them mutated, Tensor(a!).
 gemm_small = dsl.torch.op(gemm_small_m, outputs={"c": _product}, name="llama_linear_small_m")
 attention = dsl.torch.op(attention_hopper, outputs={"o": _rows_by_head}, name="llama_attention")
@@ -390,7 +398,8 @@ class KdslLlamaLayer(_Layer):
     decode_tickets: Any
 
     def __init__(self, config: LlamaConfig, weights: dict[str, Any], rope: tuple[Any, Any]):
-        super().__init__(config, weights, rope)
+        # the gate / up weight's rows in alternating runs of eight, as the fused GEMM reads them
+        super().__init__(config, {**weights, "w_gate_up": interleave_gate_up(weights["w_gate_up"])}, rope)
         self.decode_batch: int | None = None  # what decode_plans are for
         self.decode_plans: dict[str, Plan] = {}  # weight name -> its decode GEMM's plan
         self.register_buffer("decode_partials", None, persistent=False)  # plan_decode gives them
@@ -440,7 +449,8 @@ class KdslLlamaLayer(_Layer):
         q, k, v = rope_prefill(qkv, self.cos, self.sin, 0, HQ=c.heads, HKV=c.kv_heads, D=c.head_dim)
         o = attention(q.view(c.heads, S, c.head_dim), k.view(c.kv_heads, S, c.head_dim),
                       v.view(c.kv_heads, S, c.head_dim), D=c.head_dim, CAUSAL=True)
-        return self._rest(x, o.transpose(0, 1).reshape(S, c.heads * c.head_dim), self._prefill_linear)
+        return self._rest(x, o.transpose(0, 1).reshape(S, c.heads * c.head_dim), self._prefill_linear,
+                          self._prefill_activations)
 
     def decode(self, x: Any, pos: int) -> Any:
         c, B = self.config, x.shape[0]
@@ -453,7 +463,8 @@ class KdslLlamaLayer(_Layer):
                         D=c.head_dim)
         o, _ws = decode_attention(q.view(B, c.heads, c.head_dim), self.k_cache, self.v_cache, pos + 1,
                                   D=c.head_dim, GROUP=c.heads // c.kv_heads)
-        return self._rest(x, o.view(B, c.heads * c.head_dim), self._decode_linear)
+        return self._rest(x, o.view(B, c.heads * c.head_dim), self._decode_linear,
+                          lambda y: swiglu(self._decode_linear(y, "w_gate_up")))
 
     def _prefill_linear(self, x: Any, name: str) -> Any:
         return linear(x, getattr(self, name))
@@ -462,11 +473,16 @@ class KdslLlamaLayer(_Layer):
         return small_m_linear(x, getattr(self, name), self.decode_plans[name], self.decode_partials,
                               self.decode_tickets)
 
-    def _rest(self, x: Any, o: Any, project: Callable[[Any, str], Any]) -> Any:
+    def _prefill_activations(self, y: Any) -> Any:
+        """silu(gate) * up of prefill's normed rows: the gate / up GEMM and its activation in one
+        kernel (gemm_hopper_swiglu over the interleaved weight)."""
+        return gemm_swiglu(y, self.w_gate_up, BN=256 if self.w_gate_up.shape[0] % 256 == 0 else 128)
+
+    def _rest(self, x: Any, o: Any, project: Callable[[Any, str], Any], activations: Callable[[Any], Any]) -> Any:
         """The output projection, the residual and the MLP, from attention's rows `o`;
-        `project(rows, weight name)` is the path's GEMM."""
+        `project(rows, weight name)` is the path's GEMM, `activations(rows)` its silu(gate) * up."""
         y, h = add_rmsnorm(x, project(o, "w_o"), self.mlp_norm, self.config.eps)
-        return add(h, project(swiglu(project(y, "w_gate_up")), "w_down"))
+        return add(h, project(activations(y), "w_down"))
 
 
 def rope_torch(x: Any, cos: Any, sin: Any) -> Any:

@@ -223,6 +223,25 @@ def test_gemm_hopper_in_clusters_of_two(example):
     assert_bf16_close(c, from_bf16(a).astype(np.float64) @ from_bf16(b_t).astype(np.float64).T)
 
 
+def test_gemm_hopper_swiglu(example):
+    """The SwiGLU epilogue: B's rows alternate eight gate and eight up rows, so each thread holds
+    a gate column and its up column; the tile stored is silu(gate) * up, half as wide (BN=128:
+    two tiles of 64 output columns; M = 192 leaves the second tile row half outside)."""
+    module = example("gemm_hopper")
+    a, gate_up = bf16_matrix(192, 128), bf16_matrix(256, 128)  # gate rows 0-127, up rows 128-255
+    interleaved = gate_up.reshape(2, 16, 8, 128).transpose(1, 0, 2, 3).reshape(256, 128)
+    out = np.full((192, 128), 0x7FC0, dtype=np.uint16)
+    dsl.interpret(module.gemm_hopper_swiglu, bits(a, dsl.bf16), bits(interleaved, dsl.bf16), bits(out, dsl.bf16),
+                  BN=128)
+    product = from_bf16(a).astype(np.float64) @ from_bf16(gate_up).astype(np.float64).T
+    gate, up = (from_bf16(to_bf16(half.astype(np.float32))).astype(np.float64) for half in (product[:, :128],
+                                                                                              product[:, 128:]))
+    expected = gate / (1.0 + np.exp(-gate)) * up  # each product rounded to bf16 first, as the kernel does
+    got = from_bf16(out).astype(np.float64)
+    excess = np.abs(got - expected) - (np.abs(expected) * 2.0**-7 + 1e-3)
+    assert excess.max() <= 0, f"off by {np.abs(got - expected).max()}"
+
+
 def attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
     qf, kf, vf = (from_bf16(x).astype(np.float64) for x in (q, k, v))
     s = qf @ kf.transpose(0, 2, 1) / math.sqrt(q.shape[-1])
