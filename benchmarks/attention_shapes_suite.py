@@ -47,44 +47,50 @@ def name_of(B: int, HQ: int, HKV: int, S: int, D: int, causal: bool) -> str:
     return f"B{B}_{heads}_S{S}_D{D}{'_causal' if causal else ''}"
 
 
-def main(out_dir: str, quick: bool = False, only: tuple[str, ...] = ()) -> None:
+def measure(B: int, HQ: int, HKV: int, S: int, D: int, causal: bool, rounds: int, reps: int) -> dict:
+    """One shape: kdsl's attention_hopper against SDPA on the same inputs, checked, then timed."""
     import torch
     import torch.nn.functional as F
     from attention_hopper import attention_hopper
 
+    name = name_of(B, HQ, HKV, S, D, causal)
+    q = torch.randn(B, HQ, S, D, device="cuda").bfloat16()
+    k, v = (torch.randn(B, HKV, S, D, device="cuda").bfloat16() for _ in range(2))
+    o = torch.empty(B * HQ, S, D, device="cuda", dtype=torch.bfloat16)
+    flat = (q.view(B * HQ, S, D), k.view(B * HKV, S, D), v.view(B * HKV, S, D))
+    gqa = HQ != HKV
+
+    def kdsl() -> None:
+        attention_hopper(*flat, o, D, causal)
+
+    def sdpa() -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+
+    kdsl()
+    err = float((o.view(B, HQ, S, D).float() - sdpa().float()).abs().max())
+    assert err < 0.05, f"{name}: max error {err} against SDPA"
+    times: dict[str, list[float]] = {"kdsl": [], "sdpa": []}
+    for _ in range(rounds):
+        times["kdsl"].append(bench(kdsl, reps=reps))
+        times["sdpa"].append(bench(sdpa, reps=reps))
+    ms = {side: statistics.median(values) for side, values in times.items()}
+    flops = 4 * B * HQ * S * S * D / (2 if causal else 1)
+    return {"name": name, "ms": ms, "tflops": {side: flops / t / 1e9 for side, t in ms.items()},
+            "ratio": ms["sdpa"] / ms["kdsl"], "max_err": err}
+
+
+def main(out_dir: str, quick: bool = False, only: tuple[str, ...] = ()) -> None:
+    import torch
+
     os.makedirs(out_dir, exist_ok=True)
     rounds, reps = (3, 10) if quick else (5, 20)
     results = []
-    for B, HQ, HKV, S, D, causal in shapes(quick):
-        name = name_of(B, HQ, HKV, S, D, causal)
-        if only and not any(part in name for part in only):
+    for shape in shapes(quick):
+        if only and not any(part in name_of(*shape) for part in only):
             continue
-        q = torch.randn(B, HQ, S, D, device="cuda").bfloat16()
-        k, v = (torch.randn(B, HKV, S, D, device="cuda").bfloat16() for _ in range(2))
-        o = torch.empty(B * HQ, S, D, device="cuda", dtype=torch.bfloat16)
-        flat = (q.view(B * HQ, S, D), k.view(B * HKV, S, D), v.view(B * HKV, S, D))
-        gqa = HQ != HKV
-
-        def kdsl() -> None:
-            attention_hopper(*flat, o, D, causal)
-
-        def sdpa() -> torch.Tensor:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
-
-        kdsl()
-        err = float((o.view(B, HQ, S, D).float() - sdpa().float()).abs().max())
-        assert err < 0.05, f"{name}: max error {err} against SDPA"
-        times: dict[str, list[float]] = {"kdsl": [], "sdpa": []}
-        for _ in range(rounds):
-            times["kdsl"].append(bench(kdsl, reps=reps))
-            times["sdpa"].append(bench(sdpa, reps=reps))
-        ms = {side: statistics.median(values) for side, values in times.items()}
-        flops = 4 * B * HQ * S * S * D / (2 if causal else 1)
-        row = {"name": name, "ms": ms, "tflops": {side: flops / t / 1e9 for side, t in ms.items()},
-               "ratio": ms["sdpa"] / ms["kdsl"], "max_err": err}
+        row = measure(*shape, rounds=rounds, reps=reps)
         print(json.dumps(row), flush=True)
         results.append(row)
-        del q, k, v, o, flat
         torch.cuda.empty_cache()
     with open(os.path.join(out_dir, "attention_shapes.json"), "w") as f:
         for row in results:
