@@ -18,6 +18,7 @@ def optional_extension(name: str, source: str, **options: object) -> Extension:
 setup(
     ext_modules=[
         optional_extension("dsl.language._jitcall", "dsl/language/_jitcall.c"),
-        optional_extension("dsl.runtime._fastpath", "dsl/runtime/_fastpath.c", libraries=["dl"]),
+        optional_extension("dsl.runtime._fastpath", "dsl/runtime/_fastpath.c", libraries=["dl"],
+                           depends=["dsl/runtime/tensor_reader.h"]),
     ]
 )

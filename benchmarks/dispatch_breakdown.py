@@ -25,10 +25,11 @@ def main():
     import torch
     from cuda.bindings import driver as drv
 
-    from dsl.runtime import jit_call, launch
+    from dsl.runtime import jit_call, launch, torch_tensors
     from dsl.runtime.native import fastpath as native
     from examples.vector_add import add
 
+    reader = torch_tensors.install(wait=True)  # the C++ tensor reader (built now if it is not yet)
     a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
     c = torch.empty_like(a)
     add(a, b, c)
@@ -54,7 +55,13 @@ def main():
         "key": per_call(lambda: jit_call._key(state, (a, b, c), {})),
         "torch raw stream": per_call(lambda: launch._torch_stream(0)),
         "native path": native is not None and kernel.__self__.armed(),
+        "C++ tensor reader": native is not None and native.has_torch_reader(),
     }
+    if reader is not None:  # the same reads and calls with the tensors read through torch's Python API
+        native.set_torch_reader(None)
+        out["read_args, Python API reads"] = per_call(lambda: read_args(a, b, c, None))
+        out["add(a, b, c), Python API reads"] = per_call(lambda: add(a, b, c))
+        native.set_torch_reader(reader.READER)
     for k, v in out.items():
         print(f"{k:28s} {v:7.2f} us" if not isinstance(v, bool) else f"{k:28s} {v}")
     prof = cProfile.Profile()

@@ -30,6 +30,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("KDSL_LIBDEVICE", "path", "the libdevice bitcode that math functions link"),
     Variable("KDSL_ASSEMBLER", "choice", "who assembles PTX into a cubin", ("ptxas", "driver")),
     Variable("KDSL_PURE_PYTHON", "switch", "launch through the Python launcher only (no C fast path)"),
+    Variable("KDSL_NO_TORCH_READER", "switch", "read torch tensor arguments through torch's Python API, not the "
+             "C++ reader built against the installed torch"),
     Variable("KDSL_NVTX", "switch", "wrap each launch in an NVTX range"),
     Variable("KDSL_FULL_TRACEBACK", "switch", "show kdsl's own frames in errors raised at a jit call"),
     Variable("KDSL_DEBUG", "switch", "compile every kernel with device debug information for cuda-gdb (ptxas -g, "

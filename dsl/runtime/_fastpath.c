@@ -8,6 +8,9 @@
  *       scalars, and the stream handle (torch's current one on the tensors' device), all in
  *       one flat tuple. No driver call: a CUDA tensor is device memory by construction. It
  *       notes the tensors' device in this thread (`t_device`) for the launches that follow.
+ *       Tensors are read through torch's Python API until `set_torch_reader` hands over the
+ *       C++ reader built against the installed torch (`_torch_tensors.cpp`, tensor_reader.h),
+ *       which reads the same fields from the TensorImpl for a fraction of the time.
  *   Kernel.launch(grid, block, smem, stream, *params) packs the kernel parameters into a
  *       buffer owned by the kernel and calls cuLaunchKernel with the kernel's function on
  *       that device: one slot (primary context, CUfunction, shared memory allowed) per
@@ -41,6 +44,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tensor_reader.h"
+
 typedef int (*cu_launch_kernel_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                   unsigned, void *, void **, void **);
 typedef int (*cu_ctx_get_t)(void **);
@@ -50,6 +55,11 @@ static cu_launch_kernel_t cu_launch_kernel = NULL;
 static cu_ctx_get_t cu_ctx_get_current = NULL, cu_ctx_pop_current = NULL;
 static cu_ctx_set_t cu_ctx_set_current = NULL, cu_ctx_push_current = NULL;
 static PyObject *s_dtype, *s_shape, *s_is_cuda, *s_get_device, *s_data_ptr, *s_stride;
+
+/* PyTorch's tensor layout read in C++ (`_torch_tensors.cpp`, built against the installed
+ * torch), once `set_torch_reader` has been given it; until then tensors are read through
+ * torch's Python API. */
+static const KdslTensorReader *torch_reader = NULL;
 
 /* The device the arguments last read in this thread are on (-1: none said: no tensor, or
  * managed memory). Written by ArgReader.read and by the Python reader (`set_device`), read
@@ -95,6 +105,7 @@ typedef struct {
     PyObject *dtype;  /* tensors: the torch dtype object this specialization takes */
     long long align;  /* tensors: bytes (a power of two) the data pointer and outer strides must be multiples of */
     long long nbytes; /* tensors: element size */
+    int scalar_type;  /* tensors: dtype's c10::ScalarType, once torch_reader has said it; -2 before */
 } ArgEntry;
 
 typedef struct {
@@ -113,8 +124,72 @@ typedef struct {
     int single_device;      /* one GPU visible: a CUDA tensor is on device 0 (is_cuda is enough) */
 } ArgReader;
 
+/* Whether a tensor of these sizes and strides (in elements) is what check_tensor takes on
+ * this path: a unit innermost stride, aligned outer strides, every offset within 32 bits.
+ * Anything else (and its error message) is the Python path's. */
+static int layout_fits(const ArgEntry *e, const long long *sizes, const long long *strides) {
+    long long extent = 0;
+    for (long i = 0; i < e->rank; i++) {
+        long long n = sizes[i], st = strides[i];
+        if (n > INT32_MAX_ELEMENTS) return 0;
+        if (i == e->rank - 1 && st != 1 && n > 1) return 0;
+        if (n > 1 && i < e->rank - 1 && ((st * e->nbytes) & (e->align - 1))) return 0; /* a misaligned row */
+        if (n > 1) extent += (n - 1) * (st < 0 ? -st : st);
+        if (extent > INT32_MAX_ELEMENTS) return 0;
+    }
+    return 1;
+}
+
+/* A tuple of `n` ints. */
+static PyObject *int_tuple(const long long *values, long n) {
+    PyObject *tuple = PyTuple_New(n);
+    if (tuple == NULL) return NULL;
+    for (long i = 0; i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(values[i]);
+        if (v == NULL) { Py_DECREF(tuple); return NULL; }
+        PyTuple_SetItem(tuple, i, v); /* steals */
+    }
+    return tuple;
+}
+
+/* A tensor's device ordinal is the call's if no tensor has said one yet, or the same one;
+ * tensors on two devices, like a CPU tensor, are the Python path's to refuse, naming both. */
+static int same_device(long long ordinal, long long *device) {
+    if (ordinal < 0 || (*device >= 0 && ordinal != *device)) return 0;
+    *device = ordinal;
+    return 1;
+}
+
+/* A null pointer with elements, and a misaligned one, are the Python path's errors. */
+static int pointer_fits(const ArgEntry *e, unsigned long long address) {
+    return address != 0 && !(address & (unsigned long long)(e->align - 1));
+}
+
+/* read_torch through `torch_reader`: the same checks on the fields C++ read. */
+static int read_torch_native(ArgEntry *e, PyObject *t, PyObject *out, Py_ssize_t *k, long long *device) {
+    if (e->scalar_type == -2) e->scalar_type = torch_reader->scalar_type(e->dtype);
+    KdslTensorView view;
+    if (!torch_reader->read(t, KDSL_MAX_RANK, &view)) return 0;
+    if (view.scalar_type != e->scalar_type || view.rank != e->rank || view.device_type != KDSL_DEVICE_CUDA
+        || !layout_fits(e, view.sizes, view.strides) || !same_device(view.device_index, device)
+        || !pointer_fits(e, view.address))
+        return 0;
+    PyObject *ptr = PyLong_FromUnsignedLongLong(view.address);
+    PyObject *shape = int_tuple(view.sizes, view.rank);
+    PyObject *strides = int_tuple(view.strides, view.rank);
+    if (ptr == NULL || shape == NULL || strides == NULL) {
+        Py_XDECREF(ptr); Py_XDECREF(shape); Py_XDECREF(strides);
+        return -1;
+    }
+    PyTuple_SetItem(out, (*k)++, ptr); /* steals */
+    PyTuple_SetItem(out, (*k)++, shape);
+    PyTuple_SetItem(out, (*k)++, strides);
+    return 1;
+}
+
 /* 1: read into out[*k..]; 0: not the common case (the caller falls back); -1: error set. */
 static int read_torch(ArgReader *r, ArgEntry *e, PyObject *t, PyObject *out, Py_ssize_t *k, long long *device) {
+    if (torch_reader != NULL && e->rank <= KDSL_MAX_RANK) return read_torch_native(e, t, out, k, device);
     if ((PyObject *)Py_TYPE(t) != r->tensor_type) return 0;
     PyObject *dtype = PyObject_GetAttr(t, s_dtype);
     if (dtype == NULL) return -1;
@@ -123,30 +198,22 @@ static int read_torch(ArgReader *r, ArgEntry *e, PyObject *t, PyObject *out, Py_
     if (!same) return 0;
     PyObject *shape = PyObject_GetAttr(t, s_shape);
     if (shape == NULL) return -1;
-    if (!PyTuple_Check(shape) || PyTuple_Size(shape) != e->rank) {
+    if (!PyTuple_Check(shape) || PyTuple_Size(shape) != e->rank || e->rank > KDSL_MAX_RANK) {
         Py_DECREF(shape);
         return 0;
     }
     PyObject *strides = PyObject_CallFunctionObjArgs(r->stride, t, NULL);
     if (strides == NULL) { Py_DECREF(shape); return -1; }
-    /* A unit innermost stride and every offset within 32 bits, as check_tensor requires;
-     * anything else (and its error message) is the Python path's. */
     int fits = PyTuple_Check(strides) && PyTuple_Size(strides) == e->rank;
-    long long extent = 0;
-    for (Py_ssize_t i = 0; fits && i < e->rank; i++) {
-        long long n = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
-        long long st = PyLong_AsLongLong(PyTuple_GetItem(strides, i));
+    long long sizes_v[KDSL_MAX_RANK], strides_v[KDSL_MAX_RANK];
+    for (long i = 0; fits && i < e->rank; i++) {
+        sizes_v[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
+        strides_v[i] = PyLong_AsLongLong(PyTuple_GetItem(strides, i));
         if (PyErr_Occurred()) { Py_DECREF(shape); Py_DECREF(strides); return -1; }
-        if (n > INT32_MAX_ELEMENTS) fits = 0;
-        else if (i == e->rank - 1 && st != 1 && n > 1) fits = 0;
-        else if (n > 1 && i < e->rank - 1 && ((st * e->nbytes) & (e->align - 1))) fits = 0; /* a misaligned row */
-        else if (n > 1) extent += (n - 1) * (st < 0 ? -st : st);
-        if (extent > INT32_MAX_ELEMENTS) fits = 0;
     }
-    if (!fits) { Py_DECREF(shape); Py_DECREF(strides); return 0; }
-    /* The tensor's device ordinal (-1 for a CPU tensor); tensors on two devices, like a CPU
-     * tensor, are the Python path's to refuse, naming both. With one GPU visible a CUDA
-     * tensor is on device 0, and the cheaper is_cuda says so. */
+    if (!fits || !layout_fits(e, sizes_v, strides_v)) { Py_DECREF(shape); Py_DECREF(strides); return 0; }
+    /* The tensor's device ordinal (-1 for a CPU tensor). With one GPU visible a CUDA tensor
+     * is on device 0, and the cheaper is_cuda says so. */
     long long ordinal;
     if (r->single_device) {
         PyObject *is_cuda = PyObject_GetAttr(t, s_is_cuda);
@@ -160,16 +227,13 @@ static int read_torch(ArgReader *r, ArgEntry *e, PyObject *t, PyObject *out, Py_
         Py_DECREF(dev);
         if (ordinal == -1 && PyErr_Occurred()) { Py_DECREF(shape); Py_DECREF(strides); return -1; }
     }
-    if (ordinal < 0 || (*device >= 0 && ordinal != *device)) { Py_DECREF(shape); Py_DECREF(strides); return 0; }
-    *device = ordinal;
+    if (!same_device(ordinal, device)) { Py_DECREF(shape); Py_DECREF(strides); return 0; }
     PyObject *ptr = PyObject_CallFunctionObjArgs(r->data_ptr, t, NULL);
     if (ptr == NULL) { Py_DECREF(shape); Py_DECREF(strides); return -1; }
-    /* a null pointer with elements, and a misaligned one, are the Python path's errors */
     unsigned long long address = PyLong_AsUnsignedLongLong(ptr);
-    if (address == 0 || (address & (unsigned long long)(e->align - 1))) {
+    if (PyErr_Occurred() || !pointer_fits(e, address)) {
         Py_DECREF(ptr); Py_DECREF(shape); Py_DECREF(strides);
-        if (PyErr_Occurred()) return -1;
-        return 0;
+        return PyErr_Occurred() ? -1 : 0;
     }
     PyTuple_SetItem(out, (*k)++, ptr); /* steals */
     PyTuple_SetItem(out, (*k)++, shape);
@@ -328,6 +392,7 @@ static PyObject *reader_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs) 
         e->kind = !strcmp(kind, "tensor") ? ARG_TENSOR : !strcmp(kind, "float") ? ARG_FLOAT
                 : !strcmp(kind, "int") ? ARG_INT : !strcmp(kind, "bool") ? ARG_BOOL : ARG_OTHER;
         e->rank = rank;
+        e->scalar_type = -2;
         Py_INCREF(dtype);
         e->dtype = dtype;
         r->n = i + 1;
@@ -693,7 +758,31 @@ static PyObject *set_primary_contexts(PyObject *unused, PyObject *handles) {
     Py_RETURN_NONE;
 }
 
+static PyObject *set_torch_reader(PyObject *unused, PyObject *capsule) {
+    if (capsule == Py_None) { /* back to torch's Python API */
+        torch_reader = NULL;
+        Py_RETURN_NONE;
+    }
+    const KdslTensorReader *reader = PyCapsule_GetPointer(capsule, KDSL_TENSOR_READER_CAPSULE);
+    if (reader == NULL) return NULL;
+    if (reader->abi != KDSL_TENSOR_READER_ABI) {
+        PyErr_Format(PyExc_ValueError, "the torch tensor reader speaks version %d of tensor_reader.h, not %d",
+                     reader->abi, KDSL_TENSOR_READER_ABI);
+        return NULL;
+    }
+    torch_reader = reader;
+    Py_RETURN_NONE;
+}
+
+static PyObject *has_torch_reader(PyObject *unused, PyObject *noargs) {
+    return PyBool_FromLong(torch_reader != NULL);
+}
+
 static PyMethodDef module_methods[] = {
+    {"set_torch_reader", set_torch_reader, METH_O,
+     "set_torch_reader(capsule): read torch tensors with the C++ reader of _torch_tensors from now on "
+     "(None: through torch's Python API)."},
+    {"has_torch_reader", has_torch_reader, METH_NOARGS, "has_torch_reader(): whether that reader is in use."},
     {"set_device", set_device, METH_O, "set_device(ordinal): this thread's launch device (-1: none said)."},
     {"device", get_device, METH_NOARGS, "device(): this thread's launch device, as the last argument read found it."},
     {"set_primary_contexts", set_primary_contexts, METH_O,

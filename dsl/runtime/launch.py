@@ -46,7 +46,7 @@ from typing import Any
 
 from dsl.diagnostics import SourceRange
 from dsl.language.types import SCALAR_TYPES
-from dsl.runtime import devices
+from dsl.runtime import devices, torch_tensors
 from dsl.runtime import driver as _driver_mod
 from dsl.runtime.dlpack import ArgumentError, check_tensor, torch_dtypes, torch_fast
 from dsl.runtime.driver import DriverError, LaunchError, NoGPUError, driver
@@ -247,6 +247,8 @@ class Runtime:
             single = single_device()  # then a CUDA tensor is on cuda:0: the C reader need not ask
         except NoGPUError:
             single = False
+        if native_torch:
+            torch_tensors.install()  # the C++ reader of tensor layouts, once built (in the background)
         return fastpath.ArgReader(entries, torch.Tensor if native_torch else None, raw_stream, read, accept,
                                   single).read
 

@@ -273,7 +273,24 @@ def _outcome(fn, *args):
         return "error", str(err)
 
 
-def test_native_reader_refuses_as_the_python_reader_does(torch):
+@pytest.fixture(params=["python-api", "cpp"])
+def tensor_reads(request, torch):
+    """Each native-reader test twice: tensors read through torch's Python API, and through the
+    C++ reader built against this torch (dsl/runtime/_torch_tensors.cpp)."""
+    from dsl.runtime import torch_tensors
+    from dsl.runtime.native import fastpath
+
+    if fastpath is None:
+        pytest.skip("the native launch path is not built here")
+    module = torch_tensors.install(wait=True)
+    assert module is not None, "the C++ tensor reader did not build (see the warning)"
+    fastpath.set_torch_reader(module.READER if request.param == "cpp" else None)
+    assert fastpath.has_torch_reader() == (request.param == "cpp")
+    yield request.param
+    fastpath.set_torch_reader(module.READER)
+
+
+def test_native_reader_refuses_as_the_python_reader_does(torch, tensor_reads):
     """With the kernels' alignment facts, misaligned tensors and bad streams go to Python."""
     from dsl.runtime.launch import Runtime
     from dsl.runtime.module import ModuleImage
@@ -301,7 +318,7 @@ def test_native_reader_refuses_as_the_python_reader_does(torch):
     assert _outcome(native, tensors[0], 7, -1)[0] == "error"
 
 
-def test_native_reader_takes_aligned_tensors_and_hands_on_the_rest(torch):
+def test_native_reader_takes_aligned_tensors_and_hands_on_the_rest(torch, tensor_reads):
     """The C reader itself: aligned tensors and int handles never reach the fallback."""
     from dsl.runtime.native import fastpath
 
@@ -326,5 +343,12 @@ def test_native_reader_takes_aligned_tensors_and_hands_on_the_rest(torch):
         assert reader(*args) == "fallback"
         assert handed_on[-1] == args
     assert len(handed_on) == 6
+    # an nn.Parameter is a tensor to the C++ reader; through the Python API, Python's to read
+    weight = torch.nn.Parameter(torch.randn(4, 32, device="cuda"))
+    read_natively = (weight.data_ptr(), (4, 32), (32, 1), 0)
+    assert reader(weight, 0) == ("fallback" if tensor_reads == "python-api" else read_natively)
+    for other in (torch.randn(4, 32, device="cuda").double(), torch.randn(4, 32), torch.randn(2, 4, 32, device="cuda"),
+                  torch.randn(4, 32, device="cuda").to_sparse()):
+        assert reader(other, 0) == "fallback"
     with pytest.raises(ValueError, match="power of two"):
         fastpath.ArgReader((("tensor", torch.float32, 1, 12, 4),), torch.Tensor, raw_stream, fallback)

@@ -281,3 +281,42 @@ def test_with_one_gpu_a_cuda_tensor_is_on_device_0(stub_dir):
         assert read(T(0), T(0), 2.0, None)[-1] == 1000 and fp.device() == 0
         assert read(T(-1), T(0), 2.0, None) == "python"
     """)
+
+
+def test_the_cpp_tensor_reader_is_taken_checked_and_handed_back(stub_dir, tmp_path):
+    """`set_torch_reader` with the reader built against this torch: CPU tensors still go to
+    Python (their device), stand-ins that are not tensors too; a capsule of another name is
+    refused; None gives the reads back to torch's Python API."""
+    pytest.importorskip("torch")
+    from dsl.runtime import torch_tensors
+
+    if shutil.which("g++") is None and shutil.which("c++") is None:
+        pytest.skip("no C++ compiler to build the reader")
+    library = torch_tensors.build(tmp_path / torch_tensors.library_path().name)
+    run(stub_dir, setup=READER, body=f"""
+        import torch
+        from dsl.runtime import torch_tensors
+        module = torch_tensors.load(torch_tensors.Path({str(library)!r}))
+        assert not fp.has_torch_reader()
+        fp.set_torch_reader(module.READER)
+        assert fp.has_torch_reader()
+        entries = (("tensor", torch.float32, 1, 4, 4), ("float", None, 0, 1, 1))
+        read = fp.ArgReader(entries, torch.Tensor, lambda device: 1000 + device, python_read).read
+        assert read(torch.ones(8), 2.0, None) == "python"  # a CPU tensor: its device is Python's to refuse
+        assert read(T(0), 2.0, None) == "python"  # not a tensor
+        assert len(slow) == 2
+        import ctypes
+        new_capsule = ctypes.pythonapi.PyCapsule_New
+        new_capsule.restype = ctypes.py_object
+        new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        for wrong in (new_capsule(8, b"another.READER", None), 3):
+            try:
+                fp.set_torch_reader(wrong)
+            except ValueError:
+                pass
+            else:
+                raise AssertionError(f"set_torch_reader took {{wrong!r}}")
+        assert fp.has_torch_reader()
+        fp.set_torch_reader(None)
+        assert not fp.has_torch_reader()
+    """)

@@ -188,7 +188,7 @@ def test_the_library_and_runner_share_this_processs_cxx_runtime_and_one_that_doe
         torch, library, runner, tmp_path):
     """A library with its own copy of libstdc++ crashed formatting a TORCH_CHECK message in a process
     running torch's: the link names the process's libstdc++, and a binary without it is refused."""
-    from dsl.export.torch_build import check_shared_cxx_runtime, needed_libraries, process_cxx_runtime, torch_flags
+    from dsl.runtime.torch_cxx import check_shared_cxx_runtime, needed_libraries, process_cxx_runtime, torch_flags
 
     runtime = process_cxx_runtime()
     assert runtime is not None and os.path.basename(runtime).startswith("libstdc++.so"), runtime
@@ -301,7 +301,7 @@ def _static_runtime_cxx(folder: Path) -> Path:
 
 
 def test_packages_are_built_by_a_compiler_that_links_the_shared_cxx_runtime(monkeypatch, tmp_path):
-    from dsl.export.torch_build import links_shared_cxx_runtime, package_cxx
+    from dsl.runtime.torch_cxx import links_shared_cxx_runtime, package_cxx
 
     static = _static_runtime_cxx(tmp_path)
     assert not links_shared_cxx_runtime(str(static))
