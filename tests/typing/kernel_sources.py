@@ -14,6 +14,8 @@ checked: found at all, it is its template, which the DSL rejects.
 from __future__ import annotations
 
 import ast
+import fcntl
+import hashlib
 import json
 import subprocess
 import sys
@@ -111,26 +113,45 @@ def all_sources() -> list[KernelSource]:
     return found
 
 
-def write_valid_sources(workdir: Path) -> list[KernelSource]:
+def write_valid_sources(workdir: Path, shared: Path | None = None) -> list[KernelSource]:
     """Writes the kernel sources the DSL accepts to `workdir`, each under its `file_name`.
 
     The DSL's verdict is `kdsl lint`'s: it runs each module in an isolated worker with a time
     limit (some data files exit or hang on purpose) and traces and compiles its functions. A
     source with an error (a syntax error, an unfilled template, DSL301...) or an annotation
     the arguments contradict (DSL101) is not valid code, and a type checker may flag it.
+
+    `shared`, a folder every pytest worker sees: the first worker to get there lints and leaves
+    the verdict there (keyed by the sources' digest), the others wait for it and read it, so the
+    sources are linted once a run, with both cores, rather than once per worker on one each.
     """
     sources = [source for source in all_sources() if _parses(source.text)]
     for source in sources:
         (workdir / source.file_name).write_text(source.text)
+    if shared is None:
+        rejected = _rejected(workdir)
+    else:
+        digest = hashlib.sha256("\0".join(f"{s.file_name}\0{s.text}" for s in sources).encode()).hexdigest()[:16]
+        verdict = shared / f"kernel-sources-{digest}.json"
+        with open(shared / f"kernel-sources-{digest}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # held while the first worker lints
+            if not verdict.exists():
+                verdict.write_text(json.dumps(sorted(_rejected(workdir))))
+            rejected = set(json.loads(verdict.read_text()))
+    for name in rejected:
+        (workdir / name).unlink()
+    return [source for source in sources if source.file_name not in rejected]
+
+
+def _rejected(workdir: Path) -> set[str]:
+    """The files of `workdir` that `kdsl lint` rejects."""
     report = workdir / "lint.json"
     subprocess.run([sys.executable, "-m", "lsp.cli", "lint", str(workdir), "--format", "json", "--output",
                     str(report), "--timeout", "30"], cwd=workdir, capture_output=True, timeout=900)
     rejected = {Path(d["path"]).name for d in json.loads(report.read_text())
                 if d["severity"] == "error" or d["code"] in REJECTING_WARNINGS}
     report.unlink()
-    for name in rejected:
-        (workdir / name).unlink()
-    return [source for source in sources if source.file_name not in rejected]
+    return rejected
 
 
 def _parses(text: str) -> bool:

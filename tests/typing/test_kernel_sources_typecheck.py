@@ -7,6 +7,7 @@ The sources the DSL rejects are left out: `kdsl lint` decides, once for the thre
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,9 @@ KNOWN = {
 def sources(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, KernelSource]]:
     """The valid kernel sources, written to one folder, by file name."""
     folder = tmp_path_factory.mktemp("kernel_sources")
-    valid = write_valid_sources(folder)
+    # under pytest-xdist each worker's base folder sits in one this run's workers share
+    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else None
+    valid = write_valid_sources(folder, shared)
     assert len(valid) >= 100, "fewer kernel sources than the tests had when this was written"
     return folder, {source.file_name: source for source in valid}
 
