@@ -18,6 +18,7 @@ the command and its output; the attribute reads go on, as correct and slower.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -28,6 +29,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -77,12 +79,13 @@ def build(output: Path) -> Path:
     with lock(f"native-{output.name}"):
         if output.exists():
             return output
+        _remove_leftovers(output)
         fd, temporary = tempfile.mkstemp(prefix=f".{output.name}-", dir=output.parent)
         os.close(fd)
         work = Path(temporary)
         try:
             command = build_command(work)
-            done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
             if done.returncode != 0:
                 raise RuntimeError(f"building kdsl's torch tensor reader failed:\n{shlex.join(command)}\n"
                                    f"{(done.stderr or done.stdout).strip()}")
@@ -92,6 +95,16 @@ def build(output: Path) -> Path:
             if work.exists():
                 work.unlink()
     return output
+
+
+def _remove_leftovers(output: Path, older_than_s: float = 600) -> None:
+    """Temporary files of builds that were killed before their rename (a process that exits
+    during the background build takes its compiler with it: an editor's short runs do)."""
+    now = time.time()
+    for leftover in output.parent.glob(f".{output.name}-*"):
+        with contextlib.suppress(OSError):
+            if now - leftover.stat().st_mtime > older_than_s:
+                leftover.unlink()
 
 
 def load(library: Path) -> Any:

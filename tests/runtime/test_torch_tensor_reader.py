@@ -7,6 +7,7 @@ for their device). The launches that use it are tests/runtime/test_gpu_argument_
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,13 @@ def test_it_is_kept_per_torch_and_python_and_built_once(reader, tmp_path, monkey
     stamp = built.stat().st_mtime_ns
     assert torch_tensors.build(path).stat().st_mtime_ns == stamp  # there: not rebuilt
     assert [p.name for p in path.parent.iterdir() if not p.name.endswith(".lock")] == [path.name]
+    stale, fresh = path.parent / f".{path.name}-killed", path.parent / f".{path.name}-building"
+    for leftover in (stale, fresh):
+        leftover.write_bytes(b"")
+    os.utime(stale, (0, 0))  # a build killed long ago, and one under way in another process
+    path.unlink()
+    torch_tensors.build(path)
+    assert path.exists() and not stale.exists() and fresh.exists()
     monkeypatch.setenv("KDSL_NO_DISK_CACHE", "1")
     assert not torch_tensors.library_path().is_relative_to(tmp_path)  # the cache off: a private folder
 
